@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The one place where kverbs adapts to kernel API differences.  Public
+ * because users of the API need KVERBS_IMPORT_NS().
+ *
+ * Every difference is decided by a compile-time probe (one file in compat/probes/,
+ * run by scripts/conftest.sh through Kbuild) that defines KVERBS_HAVE_<NAME>
+ * in compat/generated/probes.h.  Never test LINUX_VERSION_CODE: distro
+ * kernels backport APIs, and a probe sees what the headers really offer.
+ */
+#ifndef _KVERBS_COMPAT_H_
+#define _KVERBS_COMPAT_H_
+
+#include <linux/module.h>
+
+/*
+ * Symbol namespace.  Up to 6.12 the namespace argument is an identifier
+ * (stringified after macro expansion); 6.13 turned it into a string literal.
+ * Exports are written EXPORT_SYMBOL_NS_GPL(sym, KVERBS_NS) and users say
+ * MODULE_IMPORT_NS(KVERBS_NS), which is right on both sides of 6.13.
+ */
+#ifdef KVERBS_HAVE_NS_IDENT
+#define KVERBS_NS		KVERBS
+#define KVERBS_KUNIT_NS		EXPORTED_FOR_KUNIT_TESTING
+#else
+#define KVERBS_NS		"KVERBS"
+#define KVERBS_KUNIT_NS		"EXPORTED_FOR_KUNIT_TESTING"
+#endif
+
+/*
+ * Internals that KUnit suites reach: static unless CONFIG_KUNIT, then
+ * exported into the EXPORTED_FOR_KUNIT_TESTING namespace.
+ * <kunit/visibility.h> is 6.3 and backported to later 6.1.y; without it a
+ * kernel can still build kverbs, just not its tests.
+ */
+#ifdef KVERBS_HAVE_KUNIT_VISIBILITY
+#include <kunit/visibility.h>
+#elif IS_ENABLED(CONFIG_KUNIT)
+#error "KUnit kernels need <kunit/visibility.h> (Linux 6.3 or 6.1.y with the backport)"
+#else
+#define KVERBS_KUNIT_NOEXPORT(sym)
+#define VISIBLE_IF_KUNIT static
+#define EXPORT_SYMBOL_IF_KUNIT KVERBS_KUNIT_NOEXPORT
+#endif
+
+#endif /* _KVERBS_COMPAT_H_ */

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Domains: a protection domain, one completion queue shared by every
+ * endpoint, one set of callbacks and one workqueue for process-context work.
+ *
+ * A domain binds to a device lazily, when its first endpoint resolves a
+ * route or accepts a connection, because rdma_cm picks the device from the
+ * address.  It unbinds on device removal or destroy; it may then bind again,
+ * so a domain survives a device that goes away and comes back.
+ */
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "kverbs-pri.h"
+
+static void kverbs_domain_release(struct kref *ref)
+{
+	struct kverbs_domain *dom = container_of(ref, struct kverbs_domain,
+						 ref);
+
+	WARN_ON(dom->kdev);
+	WARN_ON(!list_empty(&dom->eps));
+	destroy_workqueue(dom->wq);
+	kfree(dom);
+}
+
+void kverbs_domain_get(struct kverbs_domain *dom)
+{
+	kref_get(&dom->ref);
+}
+
+void kverbs_domain_put(struct kverbs_domain *dom)
+{
+	kref_put(&dom->ref, kverbs_domain_release);
+}
+
+/**
+ * kverbs_domain_create - create a domain
+ * @attr: parameters, copied
+ *
+ * Context: process; may sleep.
+ * Return: the domain, or ERR_PTR(-EINVAL) for a missing callback or an
+ * out-of-bounds parameter, ERR_PTR(-ENOMEM).
+ */
+struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr)
+{
+	struct kverbs_domain *dom;
+
+	might_sleep();
+	if (!attr || !attr->ops || !attr->ops->recv || !attr->node_id ||
+	    attr->depth < KVERBS_CM_MIN_DEPTH ||
+	    attr->depth > KVERBS_CM_MAX_DEPTH ||
+	    attr->max_msg < KVERBS_CM_MIN_MSG ||
+	    attr->max_msg > KVERBS_CM_MAX_MSG ||
+	    !attr->max_eps || attr->rnr_retry > 7)
+		return ERR_PTR(-EINVAL);
+
+	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
+	if (!dom)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&dom->ref);
+	mutex_init(&dom->lock);
+	INIT_LIST_HEAD(&dom->eps);
+	INIT_LIST_HEAD(&dom->listeners);
+	INIT_LIST_HEAD(&dom->dev_node);
+	strscpy(dom->name, attr->name ?: "anon", sizeof(dom->name));
+	dom->ops = attr->ops;
+	dom->priv = attr->priv;
+	dom->node_id = attr->node_id;
+	dom->depth = attr->depth;
+	dom->max_msg = attr->max_msg;
+	dom->rnr_retry = attr->rnr_retry;
+	dom->cq_size = attr->max_eps * 2 * (attr->depth + 1);
+
+	/*
+	 * Per-domain, not global: one domain's teardown or deferred work
+	 * never waits behind another's.
+	 */
+	dom->wq = alloc_workqueue("kverbs-%s", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0,
+				  dom->name);
+	if (!dom->wq) {
+		kfree(dom);
+		return ERR_PTR(-ENOMEM);
+	}
+	kverbs_debugfs_add_domain(dom);
+	return dom;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_domain_create, KVERBS_NS);
+
+/**
+ * kverbs_domain_priv - the @priv given at creation
+ * @dom: domain
+ *
+ * Context: any.
+ * Return: the private pointer.
+ */
+void *kverbs_domain_priv(const struct kverbs_domain *dom)
+{
+	return dom->priv;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_domain_priv, KVERBS_NS);
+
+/*
+ * Bind @dom to @ibdev if unbound.  Called with dom->lock held.  Returns
+ * -EXDEV when bound to another device, -ENODEV when @ibdev is going away,
+ * -ESHUTDOWN when the domain is being destroyed.
+ */
+int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
+{
+	struct kverbs_device *kdev;
+	int ret;
+
+	lockdep_assert_held(&dom->lock);
+	if (dom->dying)
+		return -ESHUTDOWN;
+	if (dom->kdev)
+		return dom->kdev->ibdev == ibdev ? 0 : -EXDEV;
+
+	kdev = kverbs_device_get(ibdev);
+	if (!kdev)
+		return -ENODEV;
+
+	dom->pd = ib_alloc_pd(ibdev, 0);
+	if (IS_ERR(dom->pd)) {
+		ret = PTR_ERR(dom->pd);
+		goto out_put;
+	}
+	dom->cq = ib_alloc_cq_any(ibdev, dom, dom->cq_size, IB_POLL_SOFTIRQ);
+	if (IS_ERR(dom->cq)) {
+		ret = PTR_ERR(dom->cq);
+		goto out_pd;
+	}
+	ret = kverbs_device_attach_domain(kdev, dom);
+	if (ret)
+		goto out_cq;
+	dom->kdev = kdev;
+	dom->cq_used = 0;
+	pr_info("domain %s bound to %s\n", dom->name, dev_name(&ibdev->dev));
+	return 0;
+
+out_cq:
+	ib_free_cq(dom->cq);
+out_pd:
+	ib_dealloc_pd(dom->pd);
+out_put:
+	dom->cq = NULL;
+	dom->pd = NULL;
+	kverbs_device_put(kdev);
+	return ret;
+}
+
+/*
+ * Tear down every endpoint that uses the domain's device resources, then
+ * free the CQ and PD and drop the device.  Endpoints still resolving an
+ * address hold no device resources and are left alone.
+ *
+ * Context: process; not from the domain's workqueue (it is flushed here).
+ */
+void kverbs_domain_unbind(struct kverbs_domain *dom)
+{
+	struct kverbs_device *kdev;
+	struct kverbs_ep *ep;
+
+	mutex_lock(&dom->lock);
+	if (!dom->kdev) {
+		mutex_unlock(&dom->lock);
+		return;
+	}
+	list_for_each_entry(ep, &dom->eps, dom_node)
+		if (ep->cq_reserved)
+			kverbs_ep_schedule_teardown(ep, -ENODEV);
+	mutex_unlock(&dom->lock);
+
+	/* Teardown runs on dom->wq; once flushed, no endpoint uses the CQ. */
+	flush_workqueue(dom->wq);
+
+	mutex_lock(&dom->lock);
+	kdev = dom->kdev;
+	if (!kdev) {		/* a concurrent unbind finished first */
+		mutex_unlock(&dom->lock);
+		return;
+	}
+	WARN_ON(dom->cq_used);
+	ib_free_cq(dom->cq);
+	ib_dealloc_pd(dom->pd);
+	dom->cq = NULL;
+	dom->pd = NULL;
+	dom->kdev = NULL;
+	mutex_unlock(&dom->lock);
+
+	kverbs_device_detach_domain(kdev, dom);
+	pr_info("domain %s unbound from %s\n", dom->name,
+		dev_name(&kdev->ibdev->dev));
+	kverbs_device_put(kdev);
+}
+
+/**
+ * kverbs_domain_destroy - destroy a domain and everything in it
+ * @dom: domain
+ *
+ * Destroys the listeners, tears down every endpoint (accepted ones get
+ * their @disconnected callback), frees the device resources and drops the
+ * caller's reference.  Endpoints from kverbs_ep_connect() are torn down
+ * too but stay allocated until their owner calls kverbs_ep_close().
+ *
+ * Context: process; may sleep.  Not from a domain callback.
+ */
+void kverbs_domain_destroy(struct kverbs_domain *dom)
+{
+	struct kverbs_listener *l, *tmp;
+	struct kverbs_ep *ep;
+	LIST_HEAD(listeners);
+
+	might_sleep();
+	mutex_lock(&dom->lock);
+	dom->dying = true;
+	list_splice_init(&dom->listeners, &listeners);
+	mutex_unlock(&dom->lock);
+
+	/* rdma_destroy_id waits for running handlers: no new accepts after. */
+	list_for_each_entry_safe(l, tmp, &listeners, dom_node) {
+		rdma_destroy_id(l->cm_id);
+		kfree(l);
+	}
+
+	mutex_lock(&dom->lock);
+	list_for_each_entry(ep, &dom->eps, dom_node)
+		kverbs_ep_schedule_teardown(ep, -ESHUTDOWN);
+	mutex_unlock(&dom->lock);
+	flush_workqueue(dom->wq);
+
+	kverbs_domain_unbind(dom);
+	kverbs_debugfs_remove_domain(dom);
+	kverbs_domain_put(dom);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_domain_destroy, KVERBS_NS);

@@ -1,0 +1,867 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * RC endpoints over rdma_cm: connect, listen/accept, send, receive and
+ * teardown.
+ *
+ * Teardown order (one function, run once, always on the domain workqueue):
+ * state -> CLOSING under ep->lock (no new posts) -> rdma_disconnect ->
+ * ib_drain_qp (every posted WR, signaled or not, has completed or flushed)
+ * -> destroy QP -> free buffers -> rdma_destroy_id (waits for a running
+ * CM handler) -> leave the domain -> @disconnected callback.
+ *
+ * Sizing: a QP has depth + 1 send and receive WRs, the spare one for the
+ * drain marker.  Sends are bounded by the send slots (depth), receives by
+ * the receive ring (depth), so the send and receive queues cannot overflow.
+ */
+#include <linux/bitmap.h>
+#include <linux/slab.h>
+
+#include "kverbs-pri.h"
+
+static void kverbs_ep_release(struct kref *ref)
+{
+	struct kverbs_ep *ep = container_of(ref, struct kverbs_ep, ref);
+
+	WARN_ON(ep->qp || ep->cm_id || ep->rx);
+	kverbs_domain_put(ep->dom);
+	kfree(ep);
+}
+
+void kverbs_ep_put(struct kverbs_ep *ep)
+{
+	kref_put(&ep->ref, kverbs_ep_release);
+}
+
+static void kverbs_ep_teardown_work(struct work_struct *work);
+
+/* Allocate an endpoint on @dom's list; the list holds the first reference. */
+static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
+{
+	struct kverbs_ep *ep;
+
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	if (!ep)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&ep->ref);
+	spin_lock_init(&ep->lock);
+	init_completion(&ep->done_connecting);
+	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
+	ep->state = KVERBS_EP_CONNECTING;
+	ep->dom = dom;
+
+	mutex_lock(&dom->lock);
+	if (dom->dying) {
+		mutex_unlock(&dom->lock);
+		kfree(ep);
+		return ERR_PTR(-ESHUTDOWN);
+	}
+	kverbs_domain_get(dom);
+	list_add_tail(&ep->dom_node, &dom->eps);
+	mutex_unlock(&dom->lock);
+	return ep;
+}
+
+/**
+ * kverbs_ep_schedule_teardown - queue the endpoint's teardown
+ * @ep: endpoint
+ * @err: reason reported to @disconnected; the first non-zero one sticks
+ *
+ * The queued work holds a reference, so @ep stays valid until it ran even
+ * when it is queued again while running.
+ *
+ * Context: any.
+ */
+void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (!ep->error)
+		ep->error = err;
+	spin_unlock_irqrestore(&ep->lock, flags);
+
+	kref_get(&ep->ref);
+	if (!queue_work(ep->dom->wq, &ep->teardown_work))
+		kverbs_ep_put(ep);
+}
+
+static int kverbs_post_recv(struct kverbs_ep *ep, struct kverbs_buf *b)
+{
+	struct ib_sge sge = {
+		.addr = b->dma,
+		.length = ep->buf_size,
+		.lkey = ep->dom->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &b->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(ep->qp, &wr, NULL);
+}
+
+static void kverbs_wc_error(struct kverbs_ep *ep, struct ib_wc *wc,
+			    const char *what)
+{
+	atomic64_inc(&ep->stat_errors);
+	/* Flushes are how a QP in the error state returns its WRs. */
+	if (wc->status == IB_WC_WR_FLUSH_ERR)
+		return;
+	pr_err_ratelimited("%s: %s completion failed: %s (%d), peer node %u\n",
+			   ep->dom->name, what, ib_wc_status_msg(wc->status),
+			   wc->status, ep->peer_node);
+	kverbs_ep_schedule_teardown(ep, -EIO);
+}
+
+static void kverbs_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kverbs_buf *b = container_of(wc->wr_cqe, struct kverbs_buf, cqe);
+	struct kverbs_ep *ep = b->ep;
+	unsigned long flags;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	__clear_bit(b - ep->tx, ep->tx_busy);
+	spin_unlock_irqrestore(&ep->lock, flags);
+
+	if (unlikely(wc->status != IB_WC_SUCCESS))
+		kverbs_wc_error(ep, wc, "send");
+}
+
+static void kverbs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kverbs_buf *b = container_of(wc->wr_cqe, struct kverbs_buf, cqe);
+	struct kverbs_ep *ep = b->ep;
+	struct ib_device *dev = ep->dom->pd->device;
+	unsigned long flags;
+	int ret = 0;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		kverbs_wc_error(ep, wc, "receive");
+		return;
+	}
+
+	atomic64_inc(&ep->stat_rx);
+	ib_dma_sync_single_for_cpu(dev, b->dma, ep->buf_size, DMA_FROM_DEVICE);
+	ep->dom->ops->recv(ep, b->data, wc->byte_len);
+	ib_dma_sync_single_for_device(dev, b->dma, ep->buf_size,
+				      DMA_FROM_DEVICE);
+
+	/*
+	 * Repost under ep->lock: teardown marks CLOSING under it before
+	 * posting the drain marker, so no receive is posted behind the marker.
+	 */
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->state == KVERBS_EP_CONNECTED)
+		ret = kverbs_post_recv(ep, b);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (ret) {
+		pr_err_ratelimited("%s: receive repost failed: %d\n",
+				   ep->dom->name, ret);
+		kverbs_ep_schedule_teardown(ep, ret);
+	}
+}
+
+static void kverbs_free_bufs(struct kverbs_ep *ep, struct kverbs_buf *bufs,
+			     enum dma_data_direction dir)
+{
+	struct ib_device *dev = ep->dom->pd->device;
+	int i;
+
+	if (!bufs)
+		return;
+	for (i = 0; i < ep->nbufs; i++) {
+		if (!bufs[i].data)
+			break;
+		ib_dma_unmap_single(dev, bufs[i].dma, ep->buf_size, dir);
+		kfree(bufs[i].data);
+	}
+	kfree(bufs);
+}
+
+static struct kverbs_buf *kverbs_alloc_bufs(struct kverbs_ep *ep,
+					    enum dma_data_direction dir,
+					    void (*done)(struct ib_cq *,
+							 struct ib_wc *))
+{
+	struct ib_device *dev = ep->dom->pd->device;
+	struct kverbs_buf *bufs;
+	int i;
+
+	bufs = kcalloc(ep->nbufs, sizeof(*bufs), GFP_KERNEL);
+	if (!bufs)
+		return NULL;
+	for (i = 0; i < ep->nbufs; i++) {
+		struct kverbs_buf *b = &bufs[i];
+
+		b->data = kmalloc(ep->buf_size, GFP_KERNEL);
+		if (!b->data)
+			goto fail;
+		b->dma = ib_dma_map_single(dev, b->data, ep->buf_size, dir);
+		if (ib_dma_mapping_error(dev, b->dma)) {
+			kfree(b->data);
+			b->data = NULL;
+			goto fail;
+		}
+		b->ep = ep;
+		b->cqe.done = done;
+	}
+	return bufs;
+fail:
+	kverbs_free_bufs(ep, bufs, dir);
+	return NULL;
+}
+
+/*
+ * Release the QP and buffers.  The QP must be drained or never connected:
+ * the drain guarantees that no completion for it is left in the shared CQ.
+ * Called with dom->lock held.
+ */
+static void kverbs_ep_release_qp(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+
+	lockdep_assert_held(&dom->lock);
+	if (ep->qp) {
+		rdma_destroy_qp(ep->cm_id);
+		ep->qp = NULL;
+	}
+	kverbs_free_bufs(ep, ep->rx, DMA_FROM_DEVICE);
+	kverbs_free_bufs(ep, ep->tx, DMA_TO_DEVICE);
+	ep->rx = NULL;
+	ep->tx = NULL;
+	bitmap_free(ep->tx_busy);
+	ep->tx_busy = NULL;
+	if (ep->cq_reserved) {
+		dom->cq_used -= 2 * (ep->nbufs + 1);
+		ep->cq_reserved = false;
+	}
+}
+
+static void kverbs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct kverbs_ep *ep = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		pr_err_ratelimited("%s: QP event %s (%d), peer node %u\n",
+				   ep->dom->name, ib_event_msg(ev->event),
+				   ev->event, ep->peer_node);
+		kverbs_ep_schedule_teardown(ep, -EIO);
+	}
+}
+
+/*
+ * Bind the domain to the cm_id's device, create the QP and post the
+ * receive ring.  Done under dom->lock so that unbind either sees the
+ * endpoint's CQ reservation or the endpoint sees the domain gone; and only
+ * while CONNECTING, so nothing is created once teardown has started.
+ */
+static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+	struct ib_qp_init_attr init = {};
+	unsigned int need;
+	int ret, i;
+
+	ep->nbufs = dom->depth;
+	ep->buf_size = dom->max_msg;
+	need = 2 * (ep->nbufs + 1);
+
+	mutex_lock(&dom->lock);
+	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTING) {
+		ret = -ECONNABORTED;
+		goto out;
+	}
+	ret = kverbs_domain_bind(dom, ep->cm_id->device);
+	if (ret)
+		goto out;
+	if (dom->cq_used + need > dom->cq_size) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	dom->cq_used += need;
+	ep->cq_reserved = true;
+
+	init.event_handler = kverbs_qp_event;
+	init.qp_context = ep;
+	init.send_cq = dom->cq;
+	init.recv_cq = dom->cq;
+	init.cap.max_send_wr = ep->nbufs + 1;
+	init.cap.max_recv_wr = ep->nbufs + 1;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	init.sq_sig_type = IB_SIGNAL_REQ_WR;
+	init.qp_type = IB_QPT_RC;
+	ret = rdma_create_qp(ep->cm_id, dom->pd, &init);
+	if (ret)
+		goto fail;
+	ep->qp = ep->cm_id->qp;
+
+	ret = -ENOMEM;
+	ep->tx_busy = bitmap_zalloc(ep->nbufs, GFP_KERNEL);
+	ep->rx = kverbs_alloc_bufs(ep, DMA_FROM_DEVICE, kverbs_recv_done);
+	ep->tx = kverbs_alloc_bufs(ep, DMA_TO_DEVICE, kverbs_send_done);
+	if (!ep->tx_busy || !ep->rx || !ep->tx)
+		goto fail;
+	for (i = 0; i < ep->nbufs; i++) {
+		ret = kverbs_post_recv(ep, &ep->rx[i]);
+		if (ret)
+			goto fail;
+	}
+	mutex_unlock(&dom->lock);
+	return 0;
+
+fail:
+	/* Nothing connected yet, but receives may be posted: drain first. */
+	if (ep->qp)
+		ib_drain_qp(ep->qp);
+	kverbs_ep_release_qp(ep);
+out:
+	mutex_unlock(&dom->lock);
+	return ret;
+}
+
+static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
+			      struct rdma_conn_param *param)
+{
+	struct kverbs_domain *dom = ep->dom;
+	struct ib_device_attr *attrs = &ep->cm_id->device->attrs;
+
+	kverbs_cm_priv_fill(priv, dom->node_id, dom->depth, dom->max_msg);
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = sizeof(*priv);
+	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
+	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
+	param->retry_count = 7;
+	param->rnr_retry_count = dom->rnr_retry;
+}
+
+static void kverbs_ep_connected(struct kverbs_ep *ep)
+{
+	unsigned long flags;
+	bool ok;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	ok = ep->state == KVERBS_EP_CONNECTING;
+	if (ok)
+		ep->state = KVERBS_EP_CONNECTED;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (!ok)
+		return;
+	set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+	if (ep->dom->ops->connected)
+		ep->dom->ops->connected(ep);
+	complete_all(&ep->done_connecting);
+}
+
+/* Passive side: validate, create the endpoint, accept or reject. */
+static int kverbs_listener_request(struct kverbs_listener *l,
+				   struct rdma_cm_id *id,
+				   struct rdma_cm_event *ev)
+{
+	struct kverbs_domain *dom = l->dom;
+	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
+	struct kverbs_cm_rej rej = {};
+	struct rdma_conn_param param;
+	struct kverbs_cm_priv priv;
+	enum kverbs_cm_reason reason;
+	struct kverbs_ep *ep;
+	u32 node, max_msg;
+	u16 depth;
+	int ret;
+
+	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
+				      ev->param.conn.private_data_len,
+				      &node, &depth, &max_msg);
+	if (reason != KVERBS_CM_OK) {
+		pr_warn_ratelimited("%s: rejecting connection from %pISpc: %s\n",
+				    dom->name, src,
+				    kverbs_cm_reason_str(reason));
+		goto reject;
+	}
+
+	ep = kverbs_ep_alloc(dom);
+	if (IS_ERR(ep)) {
+		reason = KVERBS_CM_ENOLISTEN;
+		goto reject;
+	}
+	ep->cm_id = id;
+	ep->peer_node = node;
+	ep->peer_depth = depth;
+	ep->peer_max_msg = max_msg;
+	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
+	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
+	id->context = ep;
+
+	ret = kverbs_ep_setup_qp(ep);
+	if (!ret) {
+		kverbs_conn_param(ep, &priv, &param);
+		ret = rdma_accept(id, &param);
+	}
+	if (!ret)
+		return 0;
+
+	pr_warn_ratelimited("%s: cannot accept node %u from %pISpc: %d\n",
+			    dom->name, node, src, ret);
+	/* rdma_cm destroys @id when we return non-zero; release the rest. */
+	mutex_lock(&dom->lock);
+	if (ep->qp)
+		ib_drain_qp(ep->qp);
+	kverbs_ep_release_qp(ep);
+	list_del_init(&ep->dom_node);
+	mutex_unlock(&dom->lock);
+	ep->cm_id = NULL;
+	set_bit(KVERBS_EP_F_TORN, &ep->flags);
+	kverbs_ep_put(ep);
+	reason = KVERBS_CM_EBUSY;
+reject:
+	rej.magic = cpu_to_be32(KVERBS_CM_MAGIC);
+	rej.version = cpu_to_be16(KVERBS_CM_VERSION);
+	rej.reason = cpu_to_be16(reason);
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	return 1;
+}
+
+/* Active side: the server's accept carries its announcement. */
+static void kverbs_ep_established_active(struct kverbs_ep *ep,
+					 struct rdma_cm_event *ev)
+{
+	enum kverbs_cm_reason reason;
+
+	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
+				      ev->param.conn.private_data_len,
+				      &ep->peer_node, &ep->peer_depth,
+				      &ep->peer_max_msg);
+	if (reason != KVERBS_CM_OK) {
+		pr_warn_ratelimited("%s: peer %pISpc accepted with bad parameters: %s\n",
+				    ep->dom->name, &ep->peer_addr,
+				    kverbs_cm_reason_str(reason));
+		kverbs_ep_schedule_teardown(ep, -EPROTO);
+		return;
+	}
+	kverbs_ep_connected(ep);
+}
+
+static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
+			       struct rdma_cm_event *ev)
+{
+	enum kverbs_cm_reason reason = KVERBS_CM_REASON_MAX;
+	const void *data;
+	u8 len = 0;
+
+	data = rdma_consumer_reject_data(id, ev, &len);
+	if (data)
+		reason = kverbs_cm_rej_parse(data, len);
+	pr_warn_ratelimited("%s: connection to %pISpc refused: %s (cm status %d)\n",
+			    ep->dom->name, &ep->peer_addr,
+			    kverbs_cm_reason_str(reason), ev->status);
+	kverbs_ep_schedule_teardown(ep, -ECONNREFUSED);
+}
+
+static void kverbs_ep_route_resolved(struct kverbs_ep *ep,
+				     struct rdma_cm_id *id)
+{
+	struct rdma_conn_param param;
+	struct kverbs_cm_priv priv;
+	int ret;
+
+	ret = kverbs_ep_setup_qp(ep);
+	if (!ret) {
+		kverbs_conn_param(ep, &priv, &param);
+		ret = rdma_connect_locked(id, &param);
+	}
+	if (ret) {
+		pr_warn_ratelimited("%s: connect to %pISpc failed: %d\n",
+				    ep->dom->name, &ep->peer_addr, ret);
+		kverbs_ep_schedule_teardown(ep, ret);
+	}
+}
+
+/*
+ * The rdma_cm event handler of every kverbs cm_id.  CONNECT_REQUEST arrives
+ * on a new child id whose context is still the listener's; every other
+ * event carries an endpoint.  Context: process (rdma_cm work), under the
+ * id's handler mutex.  Never destroys its own id except by returning
+ * non-zero from CONNECT_REQUEST.
+ */
+int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct kverbs_ep *ep = id->context;
+	int ret;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return kverbs_listener_request(id->context, id, ev);
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, KVERBS_CM_TIMEOUT_MS);
+		if (ret)
+			kverbs_ep_schedule_teardown(ep, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		kverbs_ep_route_resolved(ep, id);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+			kverbs_ep_connected(ep);
+		else
+			kverbs_ep_established_active(ep, ev);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		kverbs_ep_rejected(ep, id, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		pr_warn_ratelimited("%s: %pISpc: %s (status %d)\n",
+				    ep->dom->name, &ep->peer_addr,
+				    rdma_event_msg(ev->event), ev->status);
+		kverbs_ep_schedule_teardown(ep, ev->status < 0 ? ev->status :
+					    -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		kverbs_ep_schedule_teardown(ep, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		kverbs_ep_schedule_teardown(ep, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+static void kverbs_ep_teardown(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+	enum kverbs_ep_state was;
+	unsigned long flags;
+	struct ib_qp *qp;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	was = ep->state;
+	ep->state = KVERBS_EP_CLOSING;
+	spin_unlock_irqrestore(&ep->lock, flags);
+
+	/* A handler creating the QP holds dom->lock: wait for it, then look. */
+	mutex_lock(&dom->lock);
+	qp = ep->qp;
+	mutex_unlock(&dom->lock);
+
+	if (ep->cm_id && was == KVERBS_EP_CONNECTED)
+		rdma_disconnect(ep->cm_id);
+	if (qp)
+		ib_drain_qp(qp);
+
+	mutex_lock(&dom->lock);
+	kverbs_ep_release_qp(ep);
+	mutex_unlock(&dom->lock);
+
+	if (ep->cm_id) {
+		rdma_destroy_id(ep->cm_id);
+		ep->cm_id = NULL;
+	}
+
+	mutex_lock(&dom->lock);
+	list_del_init(&ep->dom_node);
+	mutex_unlock(&dom->lock);
+
+	spin_lock_irqsave(&ep->lock, flags);
+	ep->state = KVERBS_EP_CLOSED;
+	if (!ep->error)
+		ep->error = -ENOTCONN;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	complete_all(&ep->done_connecting);
+
+	if (test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags) &&
+	    dom->ops->disconnected)
+		dom->ops->disconnected(ep, ep->error == -ESHUTDOWN ? 0 :
+				       ep->error);
+	kverbs_ep_put(ep);	/* the domain list's reference */
+}
+
+static void kverbs_ep_teardown_work(struct work_struct *work)
+{
+	struct kverbs_ep *ep = container_of(work, struct kverbs_ep,
+					    teardown_work);
+
+	if (!test_and_set_bit(KVERBS_EP_F_TORN, &ep->flags))
+		kverbs_ep_teardown(ep);
+	kverbs_ep_put(ep);	/* the queued work's reference */
+}
+
+/**
+ * kverbs_ep_connect - connect to a kverbs peer
+ * @dom: domain of the new endpoint
+ * @dst: peer address with port (IPv4 or IPv6)
+ * @timeout_ms: bound on address/route resolution and connection
+ *
+ * Context: process; sleeps (killable) until connected, refused or timed out.
+ * Return: a connected endpoint, to be released with kverbs_ep_close(), or
+ * ERR_PTR: -ECONNREFUSED (the peer refused; the reason is logged),
+ * -ETIMEDOUT, -EINTR (fatal signal), -EPROTO (malformed accept), -EXDEV
+ * (route to a device other than the domain's), -ENOSPC (domain full),
+ * -ESHUTDOWN (domain being destroyed), -EINVAL, or an rdma_cm error.
+ */
+struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
+				    const struct sockaddr *dst,
+				    unsigned int timeout_ms)
+{
+	struct rdma_cm_id *id;
+	struct kverbs_ep *ep;
+	long left;
+	int ret;
+
+	might_sleep();
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return ERR_PTR(-EINVAL);
+
+	ep = kverbs_ep_alloc(dom);
+	if (IS_ERR(ep))
+		return ep;
+	kref_get(&ep->ref);	/* the caller's */
+	memcpy(&ep->peer_addr, dst, dst->sa_family == AF_INET ?
+	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+
+	id = rdma_create_id(&init_net, kverbs_cm_handler, ep, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto fail;
+	}
+	ep->cm_id = id;
+	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&ep->peer_addr,
+				min(timeout_ms, KVERBS_CM_TIMEOUT_MS));
+	if (ret)
+		goto fail;
+
+	left = wait_for_completion_killable_timeout(&ep->done_connecting,
+						    msecs_to_jiffies(timeout_ms));
+	if (left <= 0) {
+		ret = left ? -EINTR : -ETIMEDOUT;
+		goto fail;
+	}
+	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+		return ep;
+	ret = READ_ONCE(ep->error) ?: -ENOTCONN;
+fail:
+	kverbs_ep_schedule_teardown(ep, ret);
+	kverbs_ep_close(ep);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_connect, KVERBS_NS);
+
+/**
+ * kverbs_ep_close - disconnect and release an endpoint from kverbs_ep_connect()
+ * @ep: endpoint
+ *
+ * Waits for the teardown, including the @disconnected callback if the
+ * endpoint had connected.  Every buffer is reclaimed when this returns.
+ *
+ * Context: process; may sleep.  Not from a domain callback.
+ */
+void kverbs_ep_close(struct kverbs_ep *ep)
+{
+	might_sleep();
+	kverbs_ep_schedule_teardown(ep, -ESHUTDOWN);
+	flush_work(&ep->teardown_work);
+	kverbs_ep_put(ep);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_close, KVERBS_NS);
+
+/**
+ * kverbs_ep_send - send a message, copied into a registered send slot
+ * @ep: connected endpoint
+ * @buf: message
+ * @len: bytes, 1..kverbs_ep_max_send()
+ *
+ * The slot is reclaimed on the send's completion, never earlier: the
+ * adapter may retransmit until then.  Receive buffers are posted by the
+ * peer; the message-level flow control that guarantees one is free comes
+ * with kmsg.
+ *
+ * Context: any; does not sleep.
+ * Return: 0 when posted; -EMSGSIZE for a bad @len, -EAGAIN when every send
+ * slot is in flight, -ENOTCONN or the endpoint's error once it is not
+ * connected, or the provider's post error.
+ */
+int kverbs_ep_send(struct kverbs_ep *ep, const void *buf, u32 len)
+{
+	const struct ib_send_wr *bad;
+	struct ib_send_wr wr = {};
+	struct ib_sge sge;
+	struct kverbs_buf *b;
+	unsigned long flags;
+	unsigned int slot;
+	int ret;
+
+	if (!len || len > kverbs_ep_max_send(ep))
+		return -EMSGSIZE;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->state != KVERBS_EP_CONNECTED) {
+		ret = ep->error ?: -ENOTCONN;
+		goto unlock;
+	}
+	slot = find_first_zero_bit(ep->tx_busy, ep->nbufs);
+	if (slot >= ep->nbufs) {
+		ret = -EAGAIN;
+		goto unlock;
+	}
+	b = &ep->tx[slot];
+	memcpy(b->data, buf, len);
+	ib_dma_sync_single_for_device(ep->dom->pd->device, b->dma, len,
+				      DMA_TO_DEVICE);
+	sge.addr = b->dma;
+	sge.length = len;
+	sge.lkey = ep->dom->pd->local_dma_lkey;
+	wr.wr_cqe = &b->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IB_WR_SEND;
+	wr.send_flags = IB_SEND_SIGNALED;
+	ret = ib_post_send(ep->qp, &wr, &bad);
+	if (!ret) {
+		__set_bit(slot, ep->tx_busy);
+		atomic64_inc(&ep->stat_tx);
+	}
+unlock:
+	spin_unlock_irqrestore(&ep->lock, flags);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_send, KVERBS_NS);
+
+/**
+ * kverbs_ep_max_send - largest message kverbs_ep_send() accepts
+ * @ep: endpoint
+ *
+ * Context: any.
+ * Return: the smaller of our buffer size and the peer's announced maximum;
+ * 0 before the endpoint connected.
+ */
+u32 kverbs_ep_max_send(const struct kverbs_ep *ep)
+{
+	return min(ep->buf_size, ep->peer_max_msg);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_send, KVERBS_NS);
+
+/**
+ * kverbs_ep_peer_node - the node id the peer announced
+ * @ep: endpoint
+ *
+ * Context: any.
+ * Return: the peer's node id; 0 before the peer's announcement arrived.
+ */
+u32 kverbs_ep_peer_node(const struct kverbs_ep *ep)
+{
+	return ep->peer_node;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_peer_node, KVERBS_NS);
+
+/**
+ * kverbs_ep_set_priv - attach a user pointer to an endpoint
+ * @ep: endpoint
+ * @priv: pointer, returned by kverbs_ep_priv()
+ *
+ * Context: any.
+ */
+void kverbs_ep_set_priv(struct kverbs_ep *ep, void *priv)
+{
+	WRITE_ONCE(ep->priv, priv);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_set_priv, KVERBS_NS);
+
+/**
+ * kverbs_ep_priv - the user pointer of an endpoint
+ * @ep: endpoint
+ *
+ * Context: any.
+ * Return: the pointer set by kverbs_ep_set_priv(), or NULL.
+ */
+void *kverbs_ep_priv(const struct kverbs_ep *ep)
+{
+	return READ_ONCE(ep->priv);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_priv, KVERBS_NS);
+
+/**
+ * kverbs_listen - accept connections on an address
+ * @dom: domain of accepted endpoints
+ * @addr: local address with port; the wildcard address listens on every
+ *	device
+ *
+ * Accepted endpoints belong to @dom; the user sees them through
+ * @connected, @recv and @disconnected.
+ *
+ * Context: process; may sleep.
+ * Return: the listener, or ERR_PTR: -EADDRINUSE, -ESHUTDOWN, -ENOMEM, or
+ * an rdma_cm error.
+ */
+struct kverbs_listener *kverbs_listen(struct kverbs_domain *dom,
+				      const struct sockaddr *addr)
+{
+	struct kverbs_listener *l;
+	int ret;
+
+	might_sleep();
+	l = kzalloc(sizeof(*l), GFP_KERNEL);
+	if (!l)
+		return ERR_PTR(-ENOMEM);
+	l->dom = dom;
+	l->cm_id = rdma_create_id(&init_net, kverbs_cm_handler, l, RDMA_PS_TCP,
+				  IB_QPT_RC);
+	if (IS_ERR(l->cm_id)) {
+		ret = PTR_ERR(l->cm_id);
+		goto out_free;
+	}
+	ret = rdma_bind_addr(l->cm_id, (struct sockaddr *)addr);
+	if (!ret)
+		ret = rdma_listen(l->cm_id, 64);
+	if (ret)
+		goto out_id;
+
+	mutex_lock(&dom->lock);
+	if (dom->dying) {
+		mutex_unlock(&dom->lock);
+		ret = -ESHUTDOWN;
+		goto out_id;
+	}
+	list_add_tail(&l->dom_node, &dom->listeners);
+	mutex_unlock(&dom->lock);
+	return l;
+
+out_id:
+	rdma_destroy_id(l->cm_id);
+out_free:
+	kfree(l);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_listen, KVERBS_NS);
+
+/**
+ * kverbs_listener_destroy - stop accepting
+ * @l: listener
+ *
+ * Endpoints already accepted stay; they go with their domain.
+ *
+ * Context: process; may sleep.
+ */
+void kverbs_listener_destroy(struct kverbs_listener *l)
+{
+	struct kverbs_domain *dom = l->dom;
+
+	might_sleep();
+	mutex_lock(&dom->lock);
+	list_del(&l->dom_node);
+	mutex_unlock(&dom->lock);
+	rdma_destroy_id(l->cm_id);
+	kfree(l);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_listener_destroy, KVERBS_NS);

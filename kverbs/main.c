@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kverbs.ko: in-kernel RDMA endpoints for kernel modules.
+ */
+#include <linux/module.h>
+
+#include "kverbs-pri.h"
+
+static int __init kverbs_init(void)
+{
+	int ret;
+
+	kverbs_debugfs_init();
+	ret = kverbs_device_init();
+	if (ret) {
+		pr_err("cannot register ib_client: %d\n", ret);
+		kverbs_debugfs_exit();
+		return ret;
+	}
+	return 0;
+}
+
+static void __exit kverbs_exit(void)
+{
+	kverbs_device_exit();
+	kverbs_debugfs_exit();
+}
+
+module_init(kverbs_init);
+module_exit(kverbs_exit);
+
+MODULE_DESCRIPTION("kverbs: in-kernel RDMA endpoints");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,99 @@
+"""Build the kverbs kernel modules against one kernel tree, out of the source
+tree, with W=1, and fail on any compiler warning.
+
+Kbuild builds external modules in place, so the kernel-side sources are
+copied to the output directory first (only the files a module build reads:
+the same set the DKMS package ships, plus kunit/ when asked).
+
+Usable from meson: python3 testbed/kbuild.py --kdir DIR --out DIR [--kunit]
+"""
+import argparse
+import re
+import shutil
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from testbed.common import REPO, HarnessError, log, run  # noqa: E402
+else:
+    from .common import REPO, HarnessError, log, run
+
+# What a module build needs; also what the DKMS source tree contains.
+KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
+                  "include", "kverbs", "kmsg", "kmem", "samples"]
+SHIPPED_MODULES = ["kverbs.ko", "kping.ko"]
+KUNIT_MODULES = ["kverbs_kunit.ko"]
+
+WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)
+
+
+def stage(out, kunit=False):
+    """Copy the kernel sources to `out`, removing stale files."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    names = KERNEL_SOURCES + (["kunit"] if kunit else [])
+    for name in names:
+        src, dst = REPO / name, out / name
+        if not src.exists():
+            continue
+        if dst.exists() and dst.is_dir():
+            shutil.rmtree(dst)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns(
+                "*.o", "*.ko", "*.cmd", "*.mod*", "generated"))
+        else:
+            shutil.copy2(src, dst)
+    if not kunit and (out / "kunit").exists():
+        shutil.rmtree(out / "kunit")
+    return out
+
+
+def build(kdir, out, kunit=False, jobs=2, werror=True):
+    """Build the modules; return {module name: Path of .ko}."""
+    kdir = Path(kdir)
+    if not (kdir / "Makefile").exists():
+        raise HarnessError(f"no kernel build tree at {kdir}",
+                           "install the matching linux-headers package or "
+                           "pass a built kernel tree")
+    out = stage(Path(out).resolve(), kunit)
+    cmd = ["make", "-C", str(kdir), f"M={out}", "W=1", f"-j{jobs}",
+           "modules"]
+    if kunit:
+        cmd.insert(-1, "KVERBS_KUNIT=m")
+    p = run(cmd, timeout=900, check=False)
+    text = p.stdout or ""
+    if p.returncode != 0:
+        raise HarnessError(f"module build against {kdir} failed:\n"
+                           + text[-6000:])
+    warnings = [l for l in text.splitlines() if WARNING_RX.search(l)]
+    if werror and warnings:
+        raise HarnessError(f"module build against {kdir} printed "
+                           f"{len(warnings)} warning(s) (W=1 must be "
+                           "clean):\n" + "\n".join(warnings[:40]))
+    names = SHIPPED_MODULES + (KUNIT_MODULES if kunit else [])
+    mods = {n: out / n for n in names}
+    missing = [n for n, p in mods.items() if not p.exists()]
+    if missing:
+        raise HarnessError(f"build succeeded but {missing} are missing")
+    return mods
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--kdir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--kunit", action="store_true")
+    a = ap.parse_args(argv)
+    try:
+        mods = build(a.kdir, a.out, a.kunit)
+    except HarnessError as e:
+        print(f"kbuild: error: {e}", file=sys.stderr)
+        return 1
+    for n, p in mods.items():
+        log(f"built {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
