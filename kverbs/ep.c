@@ -150,9 +150,12 @@ static void kverbs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	/*
 	 * Repost under ep->lock: teardown marks CLOSING under it before
 	 * posting the drain marker, so no receive is posted behind the marker.
+	 * A message can arrive while still CONNECTING (before ESTABLISHED is
+	 * handled on the active side); its buffer goes back all the same.
 	 */
 	spin_lock_irqsave(&ep->lock, flags);
-	if (ep->state == KVERBS_EP_CONNECTED)
+	if (ep->state == KVERBS_EP_CONNECTING ||
+	    ep->state == KVERBS_EP_CONNECTED)
 		ret = kverbs_post_recv(ep, b);
 	spin_unlock_irqrestore(&ep->lock, flags);
 	if (ret) {
@@ -349,15 +352,31 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 
 	spin_lock_irqsave(&ep->lock, flags);
 	ok = ep->state == KVERBS_EP_CONNECTING;
-	if (ok)
+	if (ok) {
 		ep->state = KVERBS_EP_CONNECTED;
+		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+	}
 	spin_unlock_irqrestore(&ep->lock, flags);
 	if (!ok)
 		return;
-	set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+	/*
+	 * Teardown calls @disconnected only after rdma_destroy_id, which waits
+	 * for this CM handler: @connected always returns first.
+	 */
 	if (ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
+}
+
+static void kverbs_cm_reject(struct rdma_cm_id *id, enum kverbs_cm_reason r)
+{
+	struct kverbs_cm_rej rej = {
+		.magic = cpu_to_be32(KVERBS_CM_MAGIC),
+		.version = cpu_to_be16(KVERBS_CM_VERSION),
+		.reason = cpu_to_be16(r),
+	};
+
+	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
 }
 
 /* Passive side: validate, create the endpoint, accept or reject. */
@@ -367,7 +386,6 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 {
 	struct kverbs_domain *dom = l->dom;
 	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
-	struct kverbs_cm_rej rej = {};
 	struct rdma_conn_param param;
 	struct kverbs_cm_priv priv;
 	enum kverbs_cm_reason reason;
@@ -399,33 +417,38 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
 	id->context = ep;
 
+	/*
+	 * From here on the endpoint owns @id and only its teardown destroys
+	 * it, so every failure below returns 0.
+	 */
 	ret = kverbs_ep_setup_qp(ep);
-	if (!ret) {
-		kverbs_conn_param(ep, &priv, &param);
-		ret = rdma_accept(id, &param);
+	if (ret)
+		goto busy;
+	/*
+	 * rdma_accept moves the QP to RTS and sends the REP; the peer may
+	 * send as soon as it sees it, before ESTABLISHED reaches us.  So the
+	 * endpoint is usable, and announced, before the accept.
+	 */
+	kverbs_ep_connected(ep);
+	kverbs_conn_param(ep, &priv, &param);
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		pr_warn_ratelimited("%s: accept of node %u from %pISpc failed: %d\n",
+				    dom->name, node, src, ret);
+		kverbs_ep_schedule_teardown(ep, ret);
 	}
-	if (!ret)
-		return 0;
+	return 0;
 
+busy:
 	pr_warn_ratelimited("%s: cannot accept node %u from %pISpc: %d\n",
 			    dom->name, node, src, ret);
-	/* rdma_cm destroys @id when we return non-zero; release the rest. */
-	mutex_lock(&dom->lock);
-	if (ep->qp)
-		ib_drain_qp(ep->qp);
-	kverbs_ep_release_qp(ep);
-	list_del_init(&ep->dom_node);
-	mutex_unlock(&dom->lock);
-	ep->cm_id = NULL;
-	set_bit(KVERBS_EP_F_TORN, &ep->flags);
-	kverbs_ep_put(ep);
-	reason = KVERBS_CM_EBUSY;
+	kverbs_cm_reject(id, KVERBS_CM_EBUSY);
+	kverbs_ep_schedule_teardown(ep, ret);
+	return 0;
+
 reject:
-	rej.magic = cpu_to_be32(KVERBS_CM_MAGIC);
-	rej.version = cpu_to_be16(KVERBS_CM_VERSION);
-	rej.reason = cpu_to_be16(reason);
-	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
-	return 1;
+	kverbs_cm_reject(id, reason);
+	return 1;	/* rdma_cm destroys the child id */
 }
 
 /* Active side: the server's accept carries its announcement. */
@@ -508,9 +531,8 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		kverbs_ep_route_resolved(ep, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
-			kverbs_ep_connected(ep);
-		else
+		/* The passive side became usable before its accept. */
+		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
 			kverbs_ep_established_active(ep, ev);
 		break;
 	case RDMA_CM_EVENT_REJECTED:

@@ -1,0 +1,168 @@
+"""kvlab: build, test and demo kverbs on virtual RDMA clusters.
+
+  ./kvlab setup                    install what the harness needs (Debian)
+  ./kvlab demo [--kernel 6.1]      boot 2 guests, run the kping exchange
+  ./kvlab test [--suite a,b]       run every suite; ends "N passed, N failed"
+  ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
+"""
+import argparse
+import re
+import shutil
+import sys
+import time
+
+from .common import HarnessError, Phase, build_dir, die, log
+from .results import Results
+
+SUITES = ["unit", "harness", "style", "dkms", "kunit", "integration-6.1",
+          "integration-6.12", "cluster4"]
+
+
+def _kernels(series_list):
+    from . import kernels
+    out = []
+    for s in series_list:
+        with Phase(f"kernel {s}"):
+            out.append(kernels.resolve(s))
+    return out
+
+
+def cmd_setup(args):
+    from . import deps
+    with Phase("setup"):
+        deps.ensure()
+    return 0
+
+
+def cmd_build(args):
+    from . import deps, kbuild
+    deps.ensure()
+    for k in _kernels(args.kernel):
+        with Phase(f"build {k.abi}"):
+            mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
+        for p in mods.values():
+            log(f"built {p}")
+    return 0
+
+
+def cmd_test(args):
+    from . import deps, suites
+    chosen = SUITES if not args.suite else args.suite.split(",")
+    unknown = [s for s in chosen if s not in SUITES]
+    if unknown:
+        raise HarnessError(f"unknown suite(s) {unknown}",
+                           f"choose from {', '.join(SUITES)}")
+    t0 = time.monotonic()
+    res = Results()
+    with Phase("setup"):
+        deps.ensure()
+    need = set()
+    if {"style", "dkms"} & set(chosen):
+        need |= {"6.1", "6.12"}
+    for s in chosen:
+        m = re.match(r"integration-(.+)", s)
+        if m:
+            need.add(m.group(1))
+    if "cluster4" in chosen:
+        need.add("6.1")
+    kern = {k.series: k for k in _kernels(sorted(need))}
+    needs_tools = [s for s in chosen if s.startswith(("integration",
+                                                      "cluster"))]
+    if needs_tools and "unit" not in chosen:
+        with Phase("user-space build"):
+            suites.meson_build()
+
+    for s in chosen:
+        if s == "unit":
+            suites.run_suite(res, s, suites.suite_unit)
+        elif s == "harness":
+            suites.run_suite(res, s, suites.suite_harness)
+        elif s == "style":
+            suites.run_suite(res, s, suites.suite_style,
+                             [kern["6.1"], kern["6.12"]])
+        elif s == "dkms":
+            suites.run_suite(res, s, suites.suite_dkms,
+                             [kern["6.1"], kern["6.12"]])
+        elif s == "kunit":
+            suites.run_suite(res, s, suites.suite_kunit)
+        elif s.startswith("integration-"):
+            suites.run_suite(res, s, suites.suite_integration,
+                             kern[s.split("-", 1)[1]], s)
+        elif s == "cluster4":
+            suites.run_suite(res, s, suites.suite_cluster4, kern["6.1"])
+    print(res.summary().rsplit("\n", 1)[0])
+    log(f"total {time.monotonic() - t0:.1f}s")
+    print(f"{res.passed} passed, {res.failed} failed", flush=True)
+    return 0 if res.failed == 0 and res.passed > 0 else 1
+
+
+def cmd_demo(args):
+    from . import deps, dkms, kbuild, suites
+    from .cluster import Cluster
+    with Phase("setup"):
+        deps.ensure()
+    (k,) = _kernels([args.kernel])
+    with Phase("build"):
+        mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
+        suites.meson_build()
+    workdir = build_dir() / "demo"
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    from . import initramfs
+    files = {f"/kvlab/modules/{p.name}": p for p in mods.values()}
+    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    with Phase("boot 2-node cluster"), \
+            Cluster(k, nodes=2, workdir=workdir, overlay=overlay) as c:
+        n0, n1 = c.nodes
+        print(f"\n== {n0.name} ({n0.ip}) and {n1.name} ({n1.ip}), Debian "
+              f"kernel {k.abi}, Soft-RoCE rxe0 on each ==")
+        for n in c.nodes:
+            n.run_checked("insmod /kvlab/modules/kverbs.ko")
+        print(f"\n$ {n0.name}: insmod kping.ko   # echo server")
+        n0.run_checked(f"insmod /kvlab/modules/kping.ko node_id=1 "
+                       f"port={suites.PORT}")
+        cmd = (f"insmod /kvlab/modules/kping.ko server={n0.ip} "
+               f"port={suites.PORT} node_id=2 count={args.count} size=256")
+        print(f"$ {n1.name}: {cmd.replace('/kvlab/modules/', '')}")
+        r = n1.run(cmd, timeout=600)
+        print(f"\n-- {n1.name} kernel log --")
+        print(n1.run("dmesg | grep -E 'kverbs|kping'").out.rstrip())
+        print(f"\n-- {n0.name} kernel log --")
+        print(n0.run("dmesg | grep -E 'kverbs|kping'").out.rstrip())
+        print(f"\n-- {n0.name} /sys/kernel/debug/kverbs --")
+        print(n0.run("cat /sys/kernel/debug/kverbs/*/endpoints").out.rstrip())
+        n0.run("rmmod kping; rmmod kverbs")
+        n1.run("rmmod kping; rmmod kverbs")
+        ok = r.rc == 0
+    print(f"\ndemo: {'exchange OK' if ok else 'exchange FAILED'}; "
+          f"console logs in {workdir}")
+    return 0 if ok else 1
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="kvlab", description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("setup", help="install dependencies")
+    p = sub.add_parser("demo", help="boot 2 guests and run the exchange")
+    p.add_argument("--kernel", default="6.1")
+    p.add_argument("--count", type=int, default=1000)
+    p = sub.add_parser("test", help="run the suites")
+    p.add_argument("--suite", help=f"comma list of: {','.join(SUITES)}")
+    p = sub.add_parser("build", help="build modules against distro headers")
+    p.add_argument("--kernel", action="append", default=None)
+    args = ap.parse_args(argv)
+    if args.cmd == "build" and not args.kernel:
+        args.kernel = ["6.1", "6.12"]
+    try:
+        return {"setup": cmd_setup, "demo": cmd_demo, "test": cmd_test,
+                "build": cmd_build}[args.cmd](args)
+    except HarnessError as e:
+        die(e)
+    except KeyboardInterrupt:
+        die("interrupted")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Install kverbs through DKMS for a kernel, as an operator would.
+
+The source tree handed to DKMS is the shipped subset (testbed.kbuild's
+KERNEL_SOURCES): kunit/ is not in it, so test modules can never be built or
+installed by DKMS.
+"""
+import lzma
+import re
+import shutil
+from pathlib import Path
+
+from .common import REPO, HarnessError, cache_dir, log, require_tool, run
+from . import kbuild
+
+PACKAGE = "kverbs"
+
+
+def version():
+    text = (REPO / "dkms.conf").read_text()
+    m = re.search(r'^PACKAGE_VERSION="([^"]+)"', text, re.M)
+    if not m:
+        raise HarnessError("dkms.conf has no PACKAGE_VERSION")
+    return m.group(1)
+
+
+def shipped_modules():
+    """Module names dkms.conf installs."""
+    text = (REPO / "dkms.conf").read_text()
+    return re.findall(r'^BUILT_MODULE_NAME\[\d+\]="([^"]+)"', text, re.M)
+
+
+def add():
+    """(Re)register the current sources with DKMS."""
+    require_tool("dkms", "dkms")
+    ver = version()
+    src = Path(f"/usr/src/{PACKAGE}-{ver}")
+    run(["dkms", "remove", f"{PACKAGE}/{ver}", "--all"], check=False)
+    if src.exists():
+        shutil.rmtree(src)
+    kbuild.stage(src)
+    run(["dkms", "add", f"{PACKAGE}/{ver}"])
+    return src
+
+
+def install(abi):
+    """dkms build + install for kernel `abi`; return {name: installed path}."""
+    ver = version()
+    p = run(["dkms", "install", f"{PACKAGE}/{ver}", "-k", abi],
+            timeout=900, check=False)
+    if p.returncode != 0:
+        log_path = Path(f"/var/lib/dkms/{PACKAGE}/{ver}/build/make.log")
+        tail = log_path.read_text()[-3000:] if log_path.exists() else ""
+        raise HarnessError(f"dkms install for {abi} failed:\n{p.stdout}"
+                           f"\n{tail}")
+    return installed(abi)
+
+
+def installed(abi):
+    """The .ko files DKMS installed for `abi` (possibly .ko.xz/.ko.zst)."""
+    d = Path(f"/lib/modules/{abi}/updates/dkms")
+    found = {}
+    for name in shipped_modules():
+        cands = [p for p in d.glob(f"{name}.ko*")]
+        if not cands:
+            raise HarnessError(f"DKMS did not install {name} for {abi} "
+                               f"(nothing in {d})",
+                               "run ./kvlab test --suite dkms")
+        found[name] = cands[0]
+    return found
+
+
+def plain_ko(path, outdir):
+    """Return an uncompressed copy of a module for busybox insmod."""
+    path, outdir = Path(path), Path(outdir)
+    outdir.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".ko":
+        dst = outdir / path.name
+        shutil.copy2(path, dst)
+        return dst
+    dst = outdir / path.name.rsplit(".ko", 1)[0]
+    dst = dst.with_suffix(".ko")
+    if path.suffix == ".xz":
+        dst.write_bytes(lzma.decompress(path.read_bytes()))
+    elif path.suffix == ".zst":
+        require_tool("zstd", "zstd")
+        run(["zstd", "-q", "-d", "-f", "-o", str(dst), str(path)])
+    else:
+        raise HarnessError(f"unknown module compression: {path}")
+    return dst
+
+
+def srcversion(ko):
+    """modinfo's srcversion of a module file (compressed or not)."""
+    p = run(["modinfo", "-F", "srcversion", str(ko)])
+    return p.stdout.strip()

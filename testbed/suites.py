@@ -1,0 +1,333 @@
+"""The test suites behind `./kvlab test`.
+
+Each suite records its cases in a Results; a HarnessError inside a suite is
+one failed case naming the cause, and the run goes on with the next suite.
+"""
+import re
+import shutil
+import tarfile
+import traceback
+from pathlib import Path
+
+from .common import REPO, HarnessError, build_dir, cache_dir, log, run
+from . import dkms, kbuild
+
+KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
+                       "include/kverbs/*.h", "include/uapi/kverbs/*.h",
+                       "compat/probes/*.c"]
+PORT = 18515
+
+
+# ---------------------------------------------------------------- user space
+def meson_build():
+    """Configure (once) and build the C++ user space; return the build dir."""
+    bdir = build_dir() / "meson"
+    if not (bdir / "build.ninja").exists():
+        run(["meson", "setup", str(bdir), str(REPO)], timeout=300)
+    run(["meson", "compile", "-C", str(bdir)], timeout=900)
+    return bdir
+
+
+def suite_unit(res):
+    bdir = meson_build()
+    p = run(["meson", "test", "-C", str(bdir), "--print-errorlogs"],
+            timeout=600, check=False)
+    print(p.stdout[-3000:])
+    ok = re.search(r"^Ok:\s+(\d+)", p.stdout, re.M)
+    fail = re.search(r"^Fail:\s+(\d+)", p.stdout, re.M)
+    n_ok = int(ok.group(1)) if ok else 0
+    res.check("unit", f"meson test ({n_ok} ok)",
+              p.returncode == 0 and n_ok > 0 and
+              (not fail or fail.group(1) == "0"), p.stdout[-2000:])
+    # Each gtest case, from the JUnit log meson writes.
+    junit = bdir / "meson-logs" / "testlog.junit.xml"
+    if junit.exists():
+        import xml.etree.ElementTree as ET
+        for tc in ET.parse(junit).getroot().iter("testcase"):
+            bad = tc.find("failure") is not None or tc.find("error") is not None
+            res.add("unit", f"{tc.get('classname')}.{tc.get('name')}", not bad)
+
+
+# ------------------------------------------------------------ harness tests
+def suite_harness(res):
+    import unittest
+    loader = unittest.TestLoader()
+    suite = loader.loadTestsFromNames(["testbed.selftest.test_harness",
+                                       "testbed.selftest.test_ktap"])
+
+    class Collect(unittest.TextTestResult):
+        def addSuccess(self, test):
+            super().addSuccess(test)
+            res.add("harness", test.id().rsplit(".", 2)[-1], True)
+
+        def addFailure(self, test, err):
+            super().addFailure(test, err)
+            res.add("harness", test.id().rsplit(".", 2)[-1], False,
+                    self._exc_info_to_string(err, test))
+
+        def addError(self, test, err):
+            super().addError(test, err)
+            res.add("harness", test.id().rsplit(".", 2)[-1], False,
+                    self._exc_info_to_string(err, test))
+
+        def addSkip(self, test, reason):
+            super().addSkip(test, reason)
+            print(f"  [SKIP] harness: {test.id()}: {reason}")
+
+    unittest.TextTestRunner(resultclass=Collect, verbosity=0).run(suite)
+
+
+# --------------------------------------------------------------- style/W=1
+def checkpatch():
+    """checkpatch.pl from Debian's linux-source tarball, extracted once."""
+    dst = cache_dir() / "checkpatch"
+    script = dst / "scripts" / "checkpatch.pl"
+    if script.exists():
+        return script
+    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"))
+    if not tars:
+        raise HarnessError("no /usr/src/linux-source-*.tar.xz for checkpatch",
+                           "apt-get install linux-source-6.1")
+    want = ("scripts/checkpatch.pl", "scripts/spelling.txt",
+            "scripts/const_structs.checkpatch")
+    with tarfile.open(tars[-1]) as tf:
+        for m in tf:
+            if m.name.split("/", 1)[-1] in want:
+                m.name = m.name.split("/", 1)[1]
+                tf.extract(m, dst)
+    return script
+
+
+def suite_style(res, kernels):
+    files = sorted(str(p.relative_to(REPO)) for g in KERNEL_SOURCE_GLOBS
+                   for p in REPO.glob(g))
+    p = run(["perl", str(checkpatch()), "--strict", "--no-tree", "--terse",
+             "--show-types", "-f"] + files, cwd=REPO, timeout=300,
+            check=False)
+    issues = [l for l in p.stdout.splitlines()
+              if re.match(r"^\S+:\d+: (ERROR|WARNING|CHECK)", l)]
+    res.check("style", f"checkpatch --strict ({len(files)} files)",
+              not issues and files, "\n".join(issues))
+    for k in kernels:
+        try:
+            kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
+            res.add("style", f"W=1 build, no warnings, {k.abi}", True)
+        except HarnessError as e:
+            res.add("style", f"W=1 build, no warnings, {k.abi}", False, e)
+
+
+# --------------------------------------------------------------------- DKMS
+def suite_dkms(res, kernels):
+    dkms.add()
+    for k in kernels:
+        try:
+            mods = dkms.install(k.abi)
+        except HarnessError as e:
+            res.add("dkms", f"dkms install -k {k.abi}", False, e)
+            continue
+        res.add("dkms", f"dkms install -k {k.abi}", True,
+                ", ".join(p.name for p in mods.values()))
+        d = Path(f"/lib/modules/{k.abi}/updates/dkms")
+        tests = [p.name for p in d.glob("*kunit*")]
+        res.check("dkms", f"no test module installed for {k.abi}",
+                  not tests, f"found {tests}")
+        for name, path in mods.items():
+            p = run(["modinfo", "-F", "vermagic", str(path)])
+            res.check("dkms", f"{name} vermagic matches {k.abi}",
+                      p.stdout.split()[0] == k.abi, p.stdout)
+
+
+# -------------------------------------------------------------------- KUnit
+def suite_kunit(res, variant="default"):
+    from . import kunit
+    kk = kunit.kernel(variant)
+    mods = kbuild.build(kk.build, build_dir() / "kbuild" / f"kunit-{variant}",
+                        kunit=True)
+    order = [mods["kverbs.ko"], mods["kverbs_kunit.ko"]]
+    r = kunit.run(kk, order, build_dir() / "kunit" / variant)
+    for suite, case, status in r.cases:
+        res.add("kunit", f"{suite}.{case}", status in ("ok", "pass", "PASS",
+                                                      "skip", "SKIP"),
+                status)
+    res.check("kunit", "tests executed", r.total > 0,
+              f"{r.total} tests; log {r.log}")
+    res.check("kunit", "console clean", not r.findings,
+              "\n".join(map(str, r.findings)))
+
+
+# ---------------------------------------------------------- guest clusters
+def guest_overlay(kernel, workdir):
+    """Overlay with the DKMS-installed modules (decompressed for busybox
+    insmod) and the user-space tools."""
+    from . import initramfs
+    mods = dkms.installed(kernel.abi)
+    files = {}
+    plain = {}
+    for name, path in mods.items():
+        ko = dkms.plain_ko(path, workdir / "modules")
+        plain[name] = (path, ko)
+        files[f"/kvlab/modules/{name}.ko"] = ko
+    kvping = build_dir() / "meson" / "tools" / "kvping" / "kvping"
+    if kvping.exists():
+        initramfs.add_binary(files, kvping)
+    out = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    return out, plain
+
+
+def _dmesg_has(node, pattern):
+    r = node.run("dmesg", timeout=30)
+    return re.search(pattern, r.out) is not None, r.out
+
+
+def suite_integration(res, kernel, name):
+    from .cluster import Cluster
+    workdir = build_dir() / "testbed" / name
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    try:
+        mods = dkms.installed(kernel.abi)
+    except HarnessError:
+        dkms.add()
+        mods = dkms.install(kernel.abi)
+    overlay, plain = guest_overlay(kernel, workdir)
+    try:
+        with Cluster(kernel, nodes=2, workdir=workdir,
+                     overlay=overlay) as c:
+            _integration_body(res, name, c, plain)
+        res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
+
+
+def _integration_body(res, suite, c, plain):
+    n0, n1 = c.nodes
+    # The guests load exactly the files DKMS installed.
+    for n in (n0, n1):
+        r = n.run("insmod /kvlab/modules/kverbs.ko && "
+                  "cat /sys/module/kverbs/srcversion", timeout=60)
+        want = dkms.srcversion(plain["kverbs"][0])
+        res.check(suite, f"{n.name}: DKMS-installed kverbs.ko loads",
+                  r.rc == 0 and r.out.strip().splitlines()[-1:] == [want],
+                  f"rc {r.rc}, srcversion {r.out.strip()!r}, "
+                  f"installed {want}")
+        ok, out = _dmesg_has(n, r"kverbs: device rxe0 added")
+        res.check(suite, f"{n.name}: kverbs tracks rxe0", ok, out[-1500:])
+
+    r = n0.run(f"insmod /kvlab/modules/kping.ko node_id={n0.node_id} "
+               f"port={PORT}", timeout=60)
+    res.check(suite, "kping server listens", r.rc == 0, r.out)
+
+    r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} port={PORT} "
+               f"node_id={n1.node_id} count=2000 size=512 && dmesg | "
+               "grep 'kping:' | tail -n 3", timeout=300)
+    res.check(suite, "kping 2000 round trips, 512 B, payload verified",
+              r.rc == 0 and "2000 round trips ok" in r.out, r.out)
+    n1.run("rmmod kping", timeout=30)
+
+    # Bad private data from a user-space peer: refused, logged, no crash.
+    kvping = "/kvlab/bin/kvping"
+    have_kvping = n1.run(f"test -x {kvping}", timeout=10).rc == 0
+    res.check(suite, "kvping tool present in guest", have_kvping)
+    if have_kvping:
+        for bad, text in [("magic", "bad magic"), ("version", "version"),
+                          ("node", "node id 0"), ("depth", "depth"),
+                          ("short", "too short")]:
+            r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
+                       f"--node-id {n1.node_id} --bad {bad} "
+                       "--timeout-ms 10000", timeout=60)
+            ok, log_ = _dmesg_has(n0, r"kping-server: rejecting connection "
+                                      rf"from {re.escape(n1.ip)}:\d+: "
+                                      rf".*{text}")
+            res.check(suite, f"bad private data ({bad}) refused and logged",
+                      r.rc == 3 and "rejected" in r.out and ok,
+                      f"kvping rc {r.rc}: {r.out}\nserver log tail:\n"
+                      + log_[-800:])
+        r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
+                   f"--node-id {n1.node_id} --count 500 --size 256 "
+                   "--timeout-ms 10000", timeout=120)
+        res.check(suite, "user-space kvping <-> kernel kping, 500 round "
+                  "trips", r.rc == 0 and "500 round trips ok" in r.out,
+                  r.out)
+
+    # Device removal under a live connection: the client fails cleanly,
+    # both sides reclaim everything, and a new device works again.
+    n1.run(f"(insmod /kvlab/modules/kping.ko server={n0.ip} port={PORT} "
+           f"node_id={n1.node_id} count=1000000 timeout_ms=3000; "
+           "echo rc=$?) > /tmp/bg.out 2>&1 &", timeout=30)
+    r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
+               "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
+               "exit 0; sleep 0.5; done; exit 1", timeout=60)
+    res.check(suite, "long-running client connected", r.rc == 0, r.out)
+    r = n0.run("rdma link delete rxe0 && sleep 2 && rdma link", timeout=60)
+    res.check(suite, "rdma link delete with a live connection", r.rc == 0,
+              r.out)
+    ok, out = _dmesg_has(n0, r"kverbs: device rxe0 removed")
+    res.check(suite, "server side: device removal completed", ok,
+              out[-1500:])
+    r = n1.run("for i in $(seq 120); do grep -q rc= /tmp/bg.out && break; "
+               "sleep 0.5; done; cat /tmp/bg.out; dmesg | grep kping | "
+               "tail -n 3", timeout=90)
+    res.check(suite, "client: in-flight run fails with an error, no hang",
+              "rc=" in r.out and "rc=0" not in r.out, r.out)
+    r = n0.run("rdma link add rxe0 type rxe netdev eth0 && sleep 1 && "
+               "dmesg | tail -n 5", timeout=60)
+    res.check(suite, "rxe0 re-added", r.rc == 0, r.out)
+    r = n1.run(f"rmmod kping 2>/dev/null; insmod /kvlab/modules/kping.ko "
+               f"server={n0.ip} port={PORT} node_id={n1.node_id} "
+               "count=200", timeout=180)
+    res.check(suite, "exchange works again on the new device", r.rc == 0,
+              r.out + _dmesg_has(n1, "x")[1][-800:])
+
+    # Clean unload on both nodes.
+    for n in (n0, n1):
+        r = n.run("rmmod kping; rmmod kverbs && ! lsmod | grep -q kverbs",
+                  timeout=120)
+        res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
+
+
+def suite_cluster4(res, kernel):
+    from .cluster import Cluster
+    name = "cluster4"
+    workdir = build_dir() / "testbed" / name
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    overlay, _ = guest_overlay(kernel, workdir)
+    try:
+        with Cluster(kernel, nodes=4, workdir=workdir, overlay=overlay,
+                     boot_timeout=180) as c:
+            for n in c.nodes:
+                r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=60)
+                res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
+            server = c.nodes[0]
+            r = server.run(f"insmod /kvlab/modules/kping.ko port={PORT} "
+                           f"node_id={server.node_id}", timeout=60)
+            res.check(name, "server listens", r.rc == 0, r.out)
+            for n in c.nodes[1:]:
+                n.run(f"(insmod /kvlab/modules/kping.ko server={server.ip} "
+                      f"port={PORT} node_id={n.node_id} count=300; "
+                      "echo rc=$? ) > /tmp/all2one.out 2>&1 &", timeout=30)
+            for n in c.nodes[1:]:
+                r = n.run("for i in $(seq 240); do grep -q rc= "
+                          "/tmp/all2one.out && break; sleep 0.5; done; "
+                          "cat /tmp/all2one.out; dmesg | grep 'kping:' | "
+                          "tail -n 2", timeout=180)
+                res.check(name, f"{n.name} -> node0: 300 round trips "
+                          "(all-to-one)", "rc=0" in r.out and
+                          "300 round trips ok" in r.out, r.out)
+            r = server.run("rmmod kping && rmmod kverbs", timeout=120)
+            res.check(name, "server unloads cleanly", r.rc == 0, r.out)
+        res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
+
+
+def run_suite(res, name, fn, *args):
+    with res.timed(name):
+        try:
+            fn(res, *args)
+        except HarnessError as e:
+            res.add(name, "suite setup", False, e)
+        except Exception:  # a harness bug must not hide the other suites
+            res.add(name, "suite crashed", False, traceback.format_exc())
