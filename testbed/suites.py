@@ -232,7 +232,7 @@ def _integration_body(res, suite, c, plain):
     if have_kvping:
         for bad, text in [("magic", "bad magic"), ("version", "version"),
                           ("node", "node id 0"), ("depth", "depth"),
-                          ("short", "too short")]:
+                          ("msg", "max message size")]:
             r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
                        f"--node-id {n1.node_id} --bad {bad} "
                        "--timeout-ms 10000", timeout=60)

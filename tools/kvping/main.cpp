@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// kvping: user-space client of the kping sample (samples/kping).  Connects
+// over rdma_cm with kverbs private data, checks the server's announcement,
+// then runs ping-pongs, verifying every echo.
+//
+// Exit status: 0 all round trips verified; 3 the peer rejected the connection
+// (the kverbs reason is printed when the reject carries one); 1 anything else,
+// including usage errors.
+#include "rdma.hpp"
+
+#include <kvwire/cm.hpp>
+#include <kvwire/kping.hpp>
+
+#include <getopt.h>
+#include <netdb.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <utility>
+
+namespace {
+
+using namespace std::chrono_literals;
+using kvping::Error;
+
+constexpr int exit_ok = 0;
+constexpr int exit_fail = 1;
+constexpr int exit_rejected = 3;
+
+struct Options {
+    std::string server;
+    std::string port = "18515";
+    std::uint32_t count = 1000;
+    std::uint32_t size = 64;           // whole message, header included, like kping.ko
+    std::uint32_t node_id = 2;
+    std::uint16_t depth = 16;          // receives we post, each max_msg bytes
+    std::uint32_t max_msg = 4096;
+    std::string bad;                   // empty: announce valid private data
+    std::chrono::milliseconds timeout = 10000ms;
+};
+
+void usage(std::FILE *out)
+{
+    std::fprintf(out,
+        "usage: kvping --server-addr ADDR [options]\n"
+        "  --server-addr ADDR  kping server (IPv4/IPv6 address or name)\n"
+        "  --port PORT         rdma_cm port (default 18515)\n"
+        "  --count N           round trips (default 1000)\n"
+        "  --size BYTES        message size, %zu-byte header included (default 64)\n"
+        "  --node-id N         our node id (default 2)\n"
+        "  --depth D           receive buffers we post and announce (default 16)\n"
+        "  --max-msg M         largest message we accept (default 4096)\n"
+        "  --bad KIND          announce malformed private data, to test the peer's\n"
+        "                      validation: magic|version|flags|reserved|node|depth|msg|short\n"
+        "                      (short sends 8 bytes; IB/RoCE CMs zero-pad it, so the\n"
+        "                      peer sees node id 0)\n"
+        "  --timeout-ms T      limit for every wait (default 10000)\n"
+        "exit status: 0 ok, 3 rejected by the peer, 1 any other failure\n",
+        kvwire::kping_header);
+}
+
+template <class T>
+T parse_num(std::string_view opt, std::string_view s, T lo, T hi)
+{
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
+        throw Error(std::string(opt) + ": '" + std::string(s) + "' is not a number in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return static_cast<T>(v);
+}
+
+// The private data we connect with: valid, or broken in exactly one way.
+std::vector<std::uint8_t> announcement(const Options &o)
+{
+    auto p = kvwire::make_priv(o.node_id, o.depth, o.max_msg);
+    std::size_t len = kvwire::priv_size;
+    if (o.bad.empty()) {
+    } else if (o.bad == "magic") {
+        p.magic = 0xdeadbeefU;
+    } else if (o.bad == "version") {
+        p.version = KVERBS_CM_VERSION + 1;
+    } else if (o.bad == "flags") {
+        p.flags = 1;
+    } else if (o.bad == "reserved") {
+        p.reserved = 1;
+    } else if (o.bad == "node") {
+        p.node_id = 0;
+    } else if (o.bad == "depth") {
+        p.depth = 0;
+    } else if (o.bad == "msg") {
+        p.max_msg = KVERBS_CM_MAX_MSG + 1;
+    } else if (o.bad == "short") {
+        len = 8;
+    } else {
+        throw Error("--bad: unknown kind '" + o.bad + "' (see --help)");
+    }
+    const auto bytes = kvwire::encode(p);
+    return {bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len)};
+}
+
+Options parse_args(int argc, char **argv)
+{
+    enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_timeout };
+    static const option longopts[] = {
+        {"server-addr", required_argument, nullptr, o_addr},
+        {"port", required_argument, nullptr, o_port},
+        {"count", required_argument, nullptr, o_count},
+        {"size", required_argument, nullptr, o_size},
+        {"node-id", required_argument, nullptr, o_node},
+        {"depth", required_argument, nullptr, o_depth},
+        {"max-msg", required_argument, nullptr, o_max_msg},
+        {"bad", required_argument, nullptr, o_bad},
+        {"timeout-ms", required_argument, nullptr, o_timeout},
+        {"help", no_argument, nullptr, 'h'},
+        {nullptr, 0, nullptr, 0},
+    };
+    constexpr auto u32max = std::numeric_limits<std::uint32_t>::max();
+    Options o;
+    int c = 0;
+    while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
+        const std::string_view arg = optarg != nullptr ? optarg : "";
+        switch (c) {
+        case o_addr: o.server = arg; break;
+        case o_port: o.port = std::to_string(parse_num<std::uint16_t>("--port", arg, 1, 65535)); break;
+        case o_count: o.count = parse_num<std::uint32_t>("--count", arg, 1, u32max); break;
+        case o_size: o.size = parse_num<std::uint32_t>("--size", arg, kvwire::kping_header, KVERBS_CM_MAX_MSG); break;
+        case o_node: o.node_id = parse_num<std::uint32_t>("--node-id", arg, 1, u32max); break;
+        case o_depth: o.depth = parse_num<std::uint16_t>("--depth", arg, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MAX_DEPTH); break;
+        case o_max_msg: o.max_msg = parse_num<std::uint32_t>("--max-msg", arg, KVERBS_CM_MIN_MSG, KVERBS_CM_MAX_MSG); break;
+        case o_bad: o.bad = arg; break;
+        case o_timeout: o.timeout = std::chrono::milliseconds(parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
+        case 'h': usage(stdout); std::exit(exit_ok);
+        default: usage(stderr); std::exit(exit_fail);
+        }
+    }
+    if (optind != argc)
+        throw Error(std::string("unexpected argument '") + argv[optind] + "'");
+    if (o.server.empty())
+        throw Error("--server-addr is required (see --help)");
+    static_cast<void>(announcement(o));  // rejects an unknown --bad kind now
+    if (o.size > o.max_msg)
+        throw Error("--size " + std::to_string(o.size) + " exceeds our --max-msg " +
+                    std::to_string(o.max_msg) + ", so the echo would not fit");
+    return o;
+}
+
+struct AddrInfoDeleter {
+    void operator()(addrinfo *ai) const noexcept { freeaddrinfo(ai); }
+};
+
+std::unique_ptr<addrinfo, AddrInfoDeleter> resolve(const Options &o)
+{
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo *res = nullptr;
+    if (const int err = getaddrinfo(o.server.c_str(), o.port.c_str(), &hints, &res); err != 0)
+        throw Error("cannot resolve '" + o.server + "': " + gai_strerror(err));
+    return std::unique_ptr<addrinfo, AddrInfoDeleter>(res);
+}
+
+void expect_event(const kvping::CmEvent &ev, rdma_cm_event_type want)
+{
+    if (ev->event != want)
+        throw Error(std::string("expected ") + rdma_event_str(want) + ", got " +
+                    rdma_event_str(ev->event) + " (status " + std::to_string(ev->status) + ")");
+}
+
+std::span<const std::uint8_t> private_data(const rdma_cm_event &ev)
+{
+    if (ev.param.conn.private_data == nullptr)
+        return {};
+    return {static_cast<const std::uint8_t *>(ev.param.conn.private_data),
+            ev.param.conn.private_data_len};
+}
+
+// One client connection.  Members are in dependency order; see rdma.hpp.
+class Client {
+public:
+    explicit Client(Options o) : opt_(std::move(o)) {}
+
+    // Returns the exit status; throws Error on failure.
+    int run()
+    {
+        if (!connect())
+            return exit_rejected;
+        ping_pong();
+        return exit_ok;
+    }
+
+private:
+    static constexpr std::uint64_t send_wr_id = std::numeric_limits<std::uint64_t>::max();
+
+    bool connect();
+    void setup_verbs();
+    void post_recv(std::size_t slot);
+    void ping_pong();
+
+    Options opt_;
+    // Buffers outlive the MRs that register them.
+    std::vector<std::uint8_t> send_buf_;
+    std::vector<std::uint8_t> recv_buf_;  // depth slots of max_msg bytes
+    kvping::EventChannel ch_;
+    kvping::CmId id_;
+    kvping::Pd pd_;
+    kvping::CompChannel cc_;
+    kvping::Cq cq_;
+    kvping::Mr send_mr_;
+    kvping::Mr recv_mr_;
+    kvping::Qp qp_;
+    kvping::Connection conn_;
+    std::uint32_t peer_max_msg_ = 0;
+};
+
+bool Client::connect()
+{
+    ch_.reset(rdma_create_event_channel());
+    if (!ch_)
+        kvping::throw_errno("rdma_create_event_channel");
+    rdma_cm_id *id = nullptr;
+    if (rdma_create_id(ch_.get(), &id, nullptr, RDMA_PS_TCP) != 0)
+        kvping::throw_errno("rdma_create_id");
+    id_.reset(id);
+
+    const auto ai = resolve(opt_);
+    const auto ms = static_cast<int>(opt_.timeout.count());
+    if (rdma_resolve_addr(id_.get(), nullptr, ai->ai_addr, ms) != 0)
+        kvping::throw_errno("rdma_resolve_addr " + opt_.server);
+    expect_event(kvping::next_cm_event(*ch_, opt_.timeout, "address resolution"),
+                 RDMA_CM_EVENT_ADDR_RESOLVED);
+    if (rdma_resolve_route(id_.get(), ms) != 0)
+        kvping::throw_errno("rdma_resolve_route");
+    expect_event(kvping::next_cm_event(*ch_, opt_.timeout, "route resolution"),
+                 RDMA_CM_EVENT_ROUTE_RESOLVED);
+
+    setup_verbs();
+
+    const auto priv = announcement(opt_);
+    rdma_conn_param param{};
+    param.private_data = priv.data();
+    param.private_data_len = static_cast<std::uint8_t>(priv.size());
+    param.retry_count = 7;
+    param.rnr_retry_count = 7;  // infinite: never fail a send on a busy peer
+    if (rdma_connect(id_.get(), &param) != 0)
+        kvping::throw_errno("rdma_connect");
+
+    const auto ev = kvping::next_cm_event(*ch_, opt_.timeout, "the server's answer");
+    if (ev->event == RDMA_CM_EVENT_REJECTED) {
+        if (const auto r = kvwire::decode_rej(private_data(*ev)))
+            std::printf("kvping: rejected by peer: reason %u (%s): %s\n", unsigned{*r},
+                        std::string(kvwire::reason_name(*r)).c_str(),
+                        std::string(kvwire::reason_str(*r)).c_str());
+        else
+            std::printf("kvping: rejected by peer: no kverbs reason (CM status %d)\n",
+                        ev->status);
+        return false;
+    }
+    expect_event(ev, RDMA_CM_EVENT_ESTABLISHED);
+    conn_ = kvping::Connection(id_.get());
+
+    const auto peer = kvwire::decode_priv(private_data(*ev));
+    if (!peer)
+        throw Error("server's private data refused: " +
+                    std::string(kvwire::reason_name(peer.reason)) + ": " + peer.message);
+    std::printf("kvping: accepted by node %u depth %u max_msg %u\n", peer.value.node_id,
+                unsigned{peer.value.depth}, peer.value.max_msg);
+    if (!opt_.bad.empty())
+        throw Error("peer accepted malformed private data (--bad " + opt_.bad + ")");
+    peer_max_msg_ = peer.value.max_msg;
+    return true;
+}
+
+void Client::setup_verbs()
+{
+    ibv_context *verbs = id_->verbs;
+    pd_.reset(ibv_alloc_pd(verbs));
+    if (!pd_)
+        kvping::throw_errno("ibv_alloc_pd");
+    cc_.reset(ibv_create_comp_channel(verbs));
+    if (!cc_)
+        kvping::throw_errno("ibv_create_comp_channel");
+    cq_.reset(ibv_create_cq(verbs, opt_.depth + 1, nullptr, cc_.get(), 0));
+    if (!cq_)
+        kvping::throw_errno("ibv_create_cq");
+    // Armed before anything is posted: see kvping::wait_cq.
+    if (const int err = ibv_req_notify_cq(cq_.get(), 0); err != 0)
+        kvping::throw_err("ibv_req_notify_cq", err);
+
+    ibv_qp_init_attr attr{};
+    attr.send_cq = cq_.get();
+    attr.recv_cq = cq_.get();
+    attr.cap.max_send_wr = 1;  // one ping in flight
+    attr.cap.max_recv_wr = opt_.depth;
+    attr.cap.max_send_sge = 1;
+    attr.cap.max_recv_sge = 1;
+    attr.qp_type = IBV_QPT_RC;
+    attr.sq_sig_all = 1;
+    qp_ = kvping::Qp(id_.get(), pd_.get(), attr);
+
+    send_buf_.resize(opt_.size);
+    recv_buf_.resize(std::size_t{opt_.depth} * opt_.max_msg);
+    // int, not the enum: the ibv_reg_mr macro masks it with another enum type.
+    constexpr int local_write = IBV_ACCESS_LOCAL_WRITE;
+    send_mr_.reset(ibv_reg_mr(pd_.get(), send_buf_.data(), send_buf_.size(), 0));
+    recv_mr_.reset(ibv_reg_mr(pd_.get(), recv_buf_.data(), recv_buf_.size(), local_write));
+    if (!send_mr_ || !recv_mr_)
+        kvping::throw_errno("ibv_reg_mr");
+    // Receives go up before connecting: the peer may send once established.
+    for (std::size_t slot = 0; slot < opt_.depth; ++slot)
+        post_recv(slot);
+}
+
+void Client::post_recv(std::size_t slot)
+{
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(recv_buf_.data() + slot * opt_.max_msg);
+    sge.length = opt_.max_msg;
+    sge.lkey = recv_mr_->lkey;
+    ibv_recv_wr wr{};
+    wr.wr_id = slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    ibv_recv_wr *bad = nullptr;
+    if (const int err = ibv_post_recv(qp_.get(), &wr, &bad); err != 0)
+        kvping::throw_err("ibv_post_recv", err);
+}
+
+void Client::ping_pong()
+{
+    if (opt_.size > peer_max_msg_)
+        throw Error("--size " + std::to_string(opt_.size) + " exceeds the server's max_msg " +
+                    std::to_string(peer_max_msg_));
+    using clock = std::chrono::steady_clock;
+    std::vector<clock::duration> rtt;
+    rtt.reserve(opt_.count);
+
+    for (std::uint32_t seq = 0; seq < opt_.count; ++seq) {
+        kvwire::kping_build(send_buf_, seq);
+        ibv_sge sge{};
+        sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
+        sge.length = opt_.size;
+        sge.lkey = send_mr_->lkey;
+        ibv_send_wr wr{};
+        wr.wr_id = send_wr_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        wr.opcode = IBV_WR_SEND;
+        ibv_send_wr *bad = nullptr;
+        const auto t0 = clock::now();
+        if (const int err = ibv_post_send(qp_.get(), &wr, &bad); err != 0)
+            kvping::throw_err("ibv_post_send", err);
+
+        // The send buffer is reused only after its completion, and exactly
+        // one echo must arrive per ping.
+        bool sent = false;
+        std::optional<ibv_wc> echo;
+        while (!sent || !echo) {
+            ibv_wc wc{};
+            int n = 0;
+            while ((n = ibv_poll_cq(cq_.get(), 1, &wc)) > 0) {
+                if (wc.status != IBV_WC_SUCCESS)
+                    throw Error(std::string("ping ") + std::to_string(seq) + ": " +
+                                (wc.wr_id == send_wr_id ? "send" : "receive") +
+                                " failed: " + ibv_wc_status_str(wc.status));
+                if (wc.wr_id == send_wr_id) {
+                    sent = true;
+                } else if (echo) {
+                    throw Error("ping " + std::to_string(seq) + ": more than one reply");
+                } else {
+                    rtt.push_back(clock::now() - t0);
+                    echo = wc;
+                }
+            }
+            if (n < 0)
+                throw Error("ibv_poll_cq failed");
+            if (!sent || !echo)
+                kvping::wait_cq(*cc_, *cq_, opt_.timeout);
+        }
+
+        const std::span<const std::uint8_t> reply(recv_buf_.data() + echo->wr_id * opt_.max_msg,
+                                                  echo->byte_len);
+        if (reply.size() != opt_.size)
+            throw Error("reply " + std::to_string(seq) + " is " + std::to_string(reply.size()) +
+                        " bytes, sent " + std::to_string(opt_.size));
+        if (const auto check = kvwire::kping_verify(reply, seq); !check)
+            throw Error("reply " + std::to_string(seq) + " corrupt: " + check.message);
+        post_recv(echo->wr_id);
+    }
+
+    std::ranges::sort(rtt);
+    const auto median = std::chrono::duration<double, std::micro>(rtt[rtt.size() / 2]);
+    std::printf("kvping: %u round trips ok, median RTT %.1f us\n", opt_.count, median.count());
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    try {
+        Client client(parse_args(argc, argv));
+        const int status = client.run();
+        std::fflush(stdout);
+        return status;
+    } catch (const std::exception &e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "kvping: %s\n", e.what());
+        return exit_fail;
+    }
+}
