@@ -30,6 +30,7 @@ PATTERNS = [
 BENIGN = [
     re.compile(r"lockdep: .*(disabled|turned off)"),
     re.compile(r"Lock dependency validator"),
+    re.compile(r"RCU lockdep checking is enabled"),
     re.compile(r"hung_task_timeout_secs"),
     re.compile(r"kmemleak: Kernel memory leak detector initialized"),
     re.compile(r"kmemleak: Automatic memory scanning thread started"),

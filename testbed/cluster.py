@@ -1,0 +1,362 @@
+"""Virtual RDMA clusters: N QEMU (TCG) guests with Soft-RoCE between them.
+
+Network: a private L2 segment carried over host loopback only.  Two nodes
+use a pair of QEMU UDP socket netdevs on 127.0.0.1; more use a vde_switch
+on a unix socket.  Never QEMU user networking.
+
+Each guest's ttyS0 (console) goes to <workdir>/nodeN.console.log, scanned
+for kernel reports on exit.  ttyS1 carries the command agent
+(testbed/initramfs.py): the host writes "RUN <id> <base64 script>" and reads
+"@@BEGIN <id>", base64 output, "@@END <id> <rc>".
+
+Every wait is bounded; no QEMU or switch outlives the Cluster, whatever
+happens inside the with-block.
+"""
+import atexit
+import base64
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .common import HarnessError, log, require_tool
+from . import console, initramfs
+
+_LIVE = set()        # process groups to kill at interpreter exit
+
+
+def _kill_all():
+    for pgid in list(_LIVE):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _LIVE.discard(pgid)
+
+
+atexit.register(_kill_all)
+
+
+class ConsoleError(HarnessError):
+    pass
+
+
+class Result:
+    def __init__(self, rc, out):
+        self.rc, self.out = rc, out
+
+    def __repr__(self):
+        return f"Result(rc={self.rc}, out={self.out[-200:]!r})"
+
+
+def _free_udp_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _check_udp_ports(ports):
+    for port in ports:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError as e:
+            raise HarnessError(
+                f"UDP port 127.0.0.1:{port} is already in use ({e.strerror})",
+                "pass --port-base with a free range, or stop the other "
+                "run (another kvlab or QEMU) holding the port") from e
+        finally:
+            s.close()
+
+
+class Node:
+    def __init__(self, cluster, index):
+        self.cluster = cluster
+        self.index = index
+        self.name = f"node{index}"
+        self.node_id = index + 1
+        self.ip = f"10.77.0.{index + 1}"
+        self.console_path = cluster.workdir / f"{self.name}.console.log"
+        self.sock_path = Path(cluster.sockdir) / f"{self.name}.agent"
+        self.proc = None
+        self.sock = None
+        self.lines = []
+        self.cond = threading.Condition()
+        self.eof = False
+        self.release = None
+        self.rxe = None
+        self._seq = 0
+
+    def _reader(self):
+        buf = b""
+        while True:
+            try:
+                data = self.sock.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                with self.cond:
+                    self.eof = True
+                    self.cond.notify_all()
+                return
+            buf += data
+            *done, buf = buf.split(b"\n")
+            with self.cond:
+                self.lines.extend(l.decode(errors="replace").rstrip("\r")
+                                  for l in done)
+                self.cond.notify_all()
+
+    def _wait_line(self, pred, deadline):
+        """Wait until a line matching pred arrives; consume up to it."""
+        with self.cond:
+            while True:
+                for i, line in enumerate(self.lines):
+                    if pred(line):
+                        got = self.lines[:i + 1]
+                        del self.lines[:i + 1]
+                        return got
+                if self.eof or (self.proc and self.proc.poll() is not None):
+                    return None
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(min(left, 0.5))
+
+    def console_tail(self, n=25):
+        try:
+            text = self.console_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-n:])
+
+    def run(self, cmd, timeout=60):
+        """Run a shell script in the guest; return Result(rc, out)."""
+        self._seq += 1
+        cid = f"{self._seq}"
+        payload = base64.b64encode(cmd.encode()).decode()
+        try:
+            self.sock.sendall(f"RUN {cid} {payload}\n".encode())
+        except OSError as e:
+            raise HarnessError(f"{self.name}: agent connection lost ({e})"
+                               f"\n{self.console_tail()}") from e
+        deadline = time.monotonic() + timeout
+        got = self._wait_line(lambda l: l.startswith(f"@@END {cid} "),
+                              deadline)
+        if got is None:
+            why = ("guest stopped" if self.proc.poll() is not None
+                   else f"no answer within {timeout}s")
+            raise HarnessError(
+                f"{self.name}: command {cmd[:120]!r}: {why}\n"
+                f"console tail ({self.console_path}):\n{self.console_tail()}")
+        try:
+            begin = got.index(f"@@BEGIN {cid}")
+        except ValueError:
+            raise HarnessError(f"{self.name}: garbled agent reply for "
+                               f"{cmd[:80]!r}: {got[-5:]}")
+        body = "".join(got[begin + 1:-1])
+        out = base64.b64decode(body).decode(errors="replace")
+        rc = int(got[-1].split()[2])
+        return Result(rc, out)
+
+    def run_checked(self, cmd, timeout=60):
+        r = self.run(cmd, timeout)
+        if r.rc != 0:
+            raise HarnessError(f"{self.name}: {cmd!r} exited {r.rc}:\n{r.out}")
+        return r
+
+
+class Cluster:
+    def __init__(self, kernel, nodes=2, workdir=None, overlay=None,
+                 boot_timeout=120, port_base=None, mem_mb=512, smp=1,
+                 append=""):
+        if nodes < 2:
+            raise HarnessError(f"a cluster needs at least 2 nodes, not {nodes}")
+        self.kernel = kernel
+        self.n = nodes
+        self.workdir = Path(workdir)
+        self.overlay = overlay
+        self.boot_timeout = boot_timeout
+        self.port_base = port_base
+        self.mem_mb, self.smp, self.append = mem_mb, smp, append
+        self.nodes = []
+        self.sockdir = None
+        self.switch_pid = None
+
+    # -- setup ---------------------------------------------------------
+    def _netdevs(self):
+        if self.n == 2:
+            if self.port_base is not None:
+                ports = [self.port_base, self.port_base + 1]
+                _check_udp_ports(ports)
+            else:
+                ports = _free_udp_ports(2)
+            a, b = ports
+            return [f"socket,id=n0,udp=127.0.0.1:{b},localaddr=127.0.0.1:{a}",
+                    f"socket,id=n0,udp=127.0.0.1:{a},localaddr=127.0.0.1:{b}"]
+        vde = require_tool("vde_switch", "vde2")
+        sw = Path(self.sockdir) / "sw"
+        pidfile = Path(self.sockdir) / "sw.pid"
+        subprocess.run([vde, "-s", str(sw), "-d", "-p", str(pidfile)],
+                       check=True, timeout=30, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        for _ in range(50):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            time.sleep(0.1)
+        self.switch_pid = int(pidfile.read_text())
+        return [f"vde,id=n0,sock={sw}"] * self.n
+
+    def _initrd(self):
+        base = initramfs.base_image(self.kernel)
+        out = self.workdir / "initrd.cpio.gz"
+        with open(out, "wb") as f:
+            f.write(base.read_bytes())
+            if self.overlay:
+                f.write(Path(self.overlay).read_bytes())
+        return out
+
+    def __enter__(self):
+        qemu = require_tool("qemu-system-x86_64", "qemu-system-x86")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.sockdir = tempfile.mkdtemp(prefix="kvlab-")
+        try:
+            self._boot(qemu)
+        except BaseException:
+            self._teardown()
+            raise
+        return self
+
+    def _boot(self, qemu):
+        initrd = self._initrd()
+        netdevs = self._netdevs()
+        t0 = time.monotonic()
+        for i in range(self.n):
+            node = Node(self, i)
+            self.nodes.append(node)
+            append = (f"console=ttyS0 panic=-1 loglevel=7 "
+                      f"kvlab.node={i} kvlab.ip={node.ip}/24 {self.append}")
+            cmd = [qemu, "-accel", "tcg", "-nodefaults", "-no-reboot",
+                   "-display", "none", "-m", str(self.mem_mb),
+                   "-smp", str(self.smp),
+                   "-kernel", str(self.kernel.vmlinuz),
+                   "-initrd", str(initrd), "-append", append,
+                   "-chardev", f"file,id=con,path={node.console_path}",
+                   "-serial", "chardev:con",
+                   "-chardev", f"socket,id=ag,path={node.sock_path},"
+                   "server=on,wait=off",
+                   "-serial", "chardev:ag",
+                   "-netdev", netdevs[i],
+                   "-device", f"virtio-net-pci,netdev=n0,"
+                   f"mac=52:54:00:77:00:{i:02x}"]
+            (self.workdir / f"{node.name}.qemu-cmd").write_text(
+                " ".join(cmd) + "\n")
+            node.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+            _LIVE.add(node.proc.pid)
+        deadline = time.monotonic() + self.boot_timeout
+        for node in self.nodes:
+            self._connect(node, deadline)
+        for node in self.nodes:
+            got = node._wait_line(lambda l: l.startswith("@@READY"), deadline)
+            if got is None:
+                self._boot_failed(node)
+            _, _, node.release, rxe = got[-1].split()[:4]
+            node.rxe = rxe.split("=")[1]
+            if node.rxe != "ok":
+                raise HarnessError(f"{node.name}: 'rdma link add rxe0' failed "
+                                   f"in the guest\n{node.console_tail()}")
+        log(f"{self.n} x {self.kernel.abi} booted in "
+            f"{time.monotonic() - t0:.1f}s")
+
+    def _connect(self, node, deadline):
+        while time.monotonic() < deadline:
+            if node.proc.poll() is not None:
+                self._boot_failed(node)
+            if node.sock_path.exists():
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                try:
+                    s.connect(str(node.sock_path))
+                    node.sock = s
+                    threading.Thread(target=node._reader, daemon=True).start()
+                    return
+                except OSError:
+                    s.close()
+            time.sleep(0.05)
+        self._boot_failed(node)
+
+    def _boot_failed(self, node):
+        if node.proc.poll() is not None:
+            out = node.proc.stdout.read().decode(errors="replace")
+            cause = f"QEMU exited with status {node.proc.returncode}"
+            if out.strip():
+                cause += f": {out.strip()[-1500:]}"
+        else:
+            cause = f"did not boot within {self.boot_timeout}s"
+        raise HarnessError(
+            f"{node.name} ({self.kernel.abi}): {cause}\n"
+            f"console tail ({node.console_path}):\n{node.console_tail()}",
+            "read the console log; a kernel panic or a missing module shows "
+            "there. Raise boot_timeout only if the machine is just slow")
+
+    # -- teardown --------------------------------------------------------
+    def findings(self):
+        found = []
+        for node in self.nodes:
+            found += console.scan(node.console_path)
+        return found
+
+    def _teardown(self):
+        for node in self.nodes:
+            if node.sock and node.proc.poll() is None:
+                try:
+                    node.sock.sendall(b"RUN 0 " + base64.b64encode(
+                        b"sync; poweroff -f") + b"\n")
+                except OSError:
+                    pass
+        deadline = time.monotonic() + 10
+        for node in self.nodes:
+            try:
+                node.proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            if node.proc.poll() is None:
+                try:
+                    os.killpg(node.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                node.proc.wait(10)
+            _LIVE.discard(node.proc.pid)
+            if node.sock:
+                node.sock.close()
+        if self.switch_pid:
+            try:
+                os.kill(self.switch_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.sockdir:
+            for p in Path(self.sockdir).glob("*"):
+                p.unlink(missing_ok=True)
+            os.rmdir(self.sockdir)
+
+    def __exit__(self, et, ev, tb):
+        self._teardown()
+        found = self.findings()
+        if found and et is None:
+            raise ConsoleError("guest console shows kernel reports:\n" +
+                               "\n".join(str(f) for f in found[:20]))
+        if found:
+            log("guest console shows kernel reports:\n" +
+                "\n".join(str(f) for f in found[:20]))
+        return False

@@ -1,0 +1,197 @@
+"""Guest initramfs images: a cached base per kernel plus per-run overlays.
+
+The base holds static busybox, the distro kernel's module closure for
+virtio networking and Soft-RoCE, the rdma-core user tools with their
+libraries, and /init, which brings up eth0 and rxe0 and then runs the
+command agent on ttyS1 (protocol in testbed/cluster.py).  Overlays (our
+modules, our tools) are separate archives concatenated after the base; the
+kernel unpacks them in order.
+"""
+import hashlib
+import lzma
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from .common import HarnessError, cache_dir, log, require_tool, run
+from .cpio import make_cpio
+
+# Load order matters; dependencies are added by modprobe --show-depends.
+# crc32_generic first: rdma_rxe's ICRC needs a crc32 provider.
+GUEST_MODULES = ["crc32_generic", "virtio_pci", "virtio_net", "udp_tunnel",
+                 "ip6_udp_tunnel", "configfs", "ib_core", "ib_cm", "iw_cm",
+                 "rdma_cm", "ib_uverbs", "rdma_ucm", "rdma_rxe"]
+GUEST_TOOLS = ["/usr/bin/rdma", "/usr/bin/rping", "/usr/bin/ibv_devices",
+               "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong"]
+RXE_PROVIDER_GLOB = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so"
+RXE_DRIVER = "/etc/libibverbs.d/rxe.driver"
+# dlopen()ed by glibc's pthread_exit/cancel, so ldd does not list it.
+LIBGCC = "/lib/x86_64-linux-gnu/libgcc_s.so.1"
+
+INIT = r"""#!/bin/sh
+# kvlab guest init: modules, network, rxe, then the command agent.
+/bin/busybox --install -s /bin
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+mkdir -p /proc /sys /dev /tmp /root /run
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+for m in $(cat /etc/kvlab-modules); do
+	insmod "$m" || echo "kvlab-init: insmod $m failed"
+done
+mount -t configfs configfs /sys/kernel/config 2>/dev/null
+NODE=0; IP=
+for a in $(cat /proc/cmdline); do
+	case "$a" in
+	kvlab.node=*) NODE=${a#kvlab.node=} ;;
+	kvlab.ip=*) IP=${a#kvlab.ip=} ;;
+	esac
+done
+hostname node$NODE
+ip link set lo up
+ip link set eth0 up
+[ -n "$IP" ] && ip addr add "$IP" dev eth0
+RXE=fail
+rdma link add rxe0 type rxe netdev eth0 && RXE=ok
+echo "kvlab-init: node $NODE ip $IP rxe=$RXE"
+exec /bin/kvlab-agent "$NODE" "$RXE"
+"""
+
+AGENT = r"""#!/bin/sh
+# Command agent on ttyS1.  In: "RUN <id> <base64 script>".  Out:
+# "@@READY <node> <release> rxe=<ok|fail>" every second until the first
+# command, then per command "@@BEGIN <id>", base64 output, "@@END <id> <rc>".
+NODE=$1; RXE=$2
+stty -F /dev/ttyS1 raw -echo
+exec 3<>/dev/ttyS1
+( while [ ! -e /tmp/.agent-busy ]; do
+	echo "@@READY $NODE $(uname -r) rxe=$RXE" >&3; sleep 1
+  done ) &
+while read -r cmd id data <&3; do
+	[ "$cmd" = RUN ] || continue
+	touch /tmp/.agent-busy
+	echo "$data" | base64 -d > /tmp/.cmd.$id
+	( cd /root && sh /tmp/.cmd.$id ) > /tmp/.out.$id 2>&1 < /dev/null
+	rc=$?
+	{ echo "@@BEGIN $id"; base64 < /tmp/.out.$id; echo "@@END $id $rc"; } >&3
+	rm -f /tmp/.cmd.$id /tmp/.out.$id
+done
+"""
+
+
+def _ldd(path):
+    """Libraries (absolute paths) a dynamic ELF needs, loader included."""
+    p = run(["ldd", str(path)], check=False)
+    if "not a dynamic executable" in p.stdout:
+        return []
+    libs = []
+    for line in p.stdout.splitlines():
+        m = re.search(r"=>\s+(/\S+)", line) or re.match(r"\s*(/\S+)", line)
+        if m:
+            libs.append(m.group(1))
+        elif "not found" in line:
+            raise HarnessError(f"{path}: library {line.split()[0]} not found",
+                               "run ./kvlab setup")
+    return libs
+
+
+def add_binary(files, host_path, guest_dir="/kvlab/bin"):
+    """Add an executable and every library it links to `files`."""
+    host_path = Path(host_path)
+    files[f"{guest_dir}/{host_path.name}"] = host_path
+    for lib in _ldd(host_path):
+        files.setdefault(lib, Path(lib))
+    return files
+
+
+def _stage_files(staging, files):
+    for guest, host in files.items():
+        dst = staging / guest.lstrip("/")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(os.path.realpath(host), dst)
+
+
+def build_overlay(files, out_gz):
+    """Pack {guest path: host path} into an archive appended at boot."""
+    with tempfile.TemporaryDirectory(prefix="kvlab-ovl-") as tmp:
+        _stage_files(Path(tmp), files)
+        return make_cpio(tmp, out_gz)
+
+
+def _module_closure(kernel):
+    """Module files in load order, from modprobe --show-depends."""
+    order = []
+    for mod in GUEST_MODULES:
+        p = run(["modprobe", "-d", str(kernel.root), "-S", kernel.abi,
+                 "--show-depends", mod], check=False)
+        if p.returncode != 0 and "builtin" not in p.stdout:
+            raise HarnessError(f"module {mod} not found in {kernel.abi}: "
+                               f"{p.stdout.strip()}")
+        for line in p.stdout.splitlines():
+            m = re.match(r"insmod (\S+)", line)
+            if m and m.group(1) not in order:
+                order.append(m.group(1))
+    return order
+
+
+def _key(kernel):
+    h = hashlib.sha256()
+    h.update(Path(__file__).read_bytes())
+    h.update(kernel.abi.encode())
+    for t in GUEST_TOOLS + ["/bin/busybox"]:
+        h.update(str(os.stat(t).st_mtime_ns).encode())
+    return h.hexdigest()[:12]
+
+
+def base_image(kernel):
+    """The cached base initramfs of `kernel`."""
+    require_tool("busybox", "busybox-static")
+    out = cache_dir() / "initramfs" / f"{kernel.abi}-{_key(kernel)}.cpio.gz"
+    if out.exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    log(f"building base initramfs for {kernel.abi}")
+    with tempfile.TemporaryDirectory(prefix="kvlab-base-") as tmp:
+        st = Path(tmp)
+        for d in ("bin", "sbin", "etc", "proc", "sys", "dev", "tmp", "root",
+                  "lib/modules"):
+            (st / d).mkdir(parents=True, exist_ok=True)
+        shutil.copy2("/bin/busybox", st / "bin" / "busybox")
+        (st / "bin" / "sh").symlink_to("busybox")
+        names = []
+        for i, path in enumerate(_module_closure(kernel)):
+            src = Path(path)
+            name = src.name.replace(".ko.xz", ".ko").replace(".ko.zst", ".ko")
+            dst = st / "lib" / "modules" / f"{i:02d}-{name}"
+            if src.suffix == ".xz":
+                dst.write_bytes(lzma.decompress(src.read_bytes()))
+            elif src.suffix == ".zst":
+                run(["zstd", "-q", "-d", "-f", "-o", str(dst), str(src)])
+            else:
+                shutil.copy2(src, dst)
+            names.append(f"/lib/modules/{dst.name}")
+        (st / "etc" / "kvlab-modules").write_text("\n".join(names) + "\n")
+        files = {}
+        for tool in GUEST_TOOLS:
+            add_binary(files, tool, "/usr/bin")
+        providers = sorted(Path("/").glob(RXE_PROVIDER_GLOB.lstrip("/")))
+        if not providers:
+            raise HarnessError("no rxe provider library for libibverbs",
+                               "apt-get install ibverbs-providers")
+        for prov in providers:
+            add_binary(files, prov, str(prov.parent))
+        files[RXE_DRIVER] = Path(RXE_DRIVER)
+        files[LIBGCC] = Path(LIBGCC)
+        _stage_files(st, files)
+        for name, text in (("init", INIT), ("bin/kvlab-agent", AGENT)):
+            p = st / name
+            p.write_text(text)
+            p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP |
+                    stat.S_IXOTH)
+        make_cpio(st, out)
+    return out
