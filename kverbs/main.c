@@ -31,3 +31,4 @@ module_exit(kverbs_exit);
 
 MODULE_DESCRIPTION("kverbs: in-kernel RDMA endpoints");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);

@@ -14,7 +14,7 @@ class Results:
         if detail and not ok:
             line += "\n" + "\n".join("        " + l
                                      for l in str(detail).splitlines()[:40])
-        elif detail:
+        elif detail and len(str(detail)) < 100 and "\n" not in str(detail):
             line += f"  ({detail})"
         print(line, flush=True)
 

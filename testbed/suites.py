@@ -108,6 +108,11 @@ def suite_style(res, kernels):
               if re.match(r"^\S+:\d+: (ERROR|WARNING|CHECK)", l)]
     res.check("style", f"checkpatch --strict ({len(files)} files)",
               not issues and files, "\n".join(issues))
+    m = re.search(r'KVERBS_VERSION\s+"([^"]+)"',
+                  (REPO / "kverbs" / "kverbs-pri.h").read_text())
+    res.check("style", "module version matches dkms.conf",
+              m and m.group(1) == dkms.version(),
+              f"kverbs-pri.h {m and m.group(1)}, dkms.conf {dkms.version()}")
     for k in kernels:
         try:
             kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
