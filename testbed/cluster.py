@@ -297,6 +297,11 @@ class Cluster:
         self._boot_failed(node)
 
     def _boot_failed(self, node):
+        if node.eof:    # the agent socket closes just before QEMU exits
+            try:
+                node.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
         if node.proc.poll() is not None:
             out = node.proc.stdout.read().decode(errors="replace")
             cause = f"QEMU exited with status {node.proc.returncode}"
@@ -304,6 +309,8 @@ class Cluster:
                 cause += f": {out.strip()[-1500:]}"
         else:
             cause = f"did not boot within {self.boot_timeout}s"
+        if "Kernel panic" in node.console_tail(200):
+            cause += " (the guest kernel panicked)"
         raise HarnessError(
             f"{node.name} ({self.kernel.abi}): {cause}\n"
             f"console tail ({node.console_path}):\n{node.console_tail()}",
