@@ -15,6 +15,7 @@ happens inside the with-block.
 import atexit
 import base64
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -353,9 +354,7 @@ class Cluster:
             except ProcessLookupError:
                 pass
         if self.sockdir:
-            for p in Path(self.sockdir).glob("*"):
-                p.unlink(missing_ok=True)
-            os.rmdir(self.sockdir)
+            shutil.rmtree(self.sockdir, ignore_errors=True)
 
     def __exit__(self, et, ev, tb):
         self._teardown()
