@@ -5,7 +5,7 @@ use a pair of QEMU UDP socket netdevs on 127.0.0.1; more use a vde_switch
 on a unix socket.  Never QEMU user networking.
 
 Each guest's ttyS0 (console) goes to <workdir>/nodeN.console.log, scanned
-for kernel reports on exit.  ttyS1 carries the command agent
+for kernel reports on exit.  A virtio-serial port carries the command agent
 (testbed/initramfs.py): the host writes "RUN <id> <base64 script>" and reads
 "@@BEGIN <id>", base64 output, "@@END <id> <rc>".
 
@@ -253,9 +253,11 @@ class Cluster:
                    "-initrd", str(initrd), "-append", append,
                    "-chardev", f"file,id=con,path={node.console_path}",
                    "-serial", "chardev:con",
+                   "-device", "virtio-serial-pci,id=vs",
                    "-chardev", f"socket,id=ag,path={node.sock_path},"
                    "server=on,wait=off",
-                   "-serial", "chardev:ag",
+                   "-device", "virtserialport,bus=vs.0,chardev=ag,"
+                   "name=kvlab.agent",
                    "-netdev", netdevs[i],
                    "-device", f"virtio-net-pci,netdev=n0,"
                    f"mac=52:54:00:77:00:{i:02x}"]

@@ -3,7 +3,7 @@
 The base holds static busybox, the distro kernel's module closure for
 virtio networking and Soft-RoCE, the rdma-core user tools with their
 libraries, and /init, which brings up eth0 and rxe0 and then runs the
-command agent on ttyS1 (protocol in testbed/cluster.py).  Overlays (our
+command agent on a virtio-serial port (protocol in testbed/cluster.py).  Overlays (our
 modules, our tools) are separate archives concatenated after the base; the
 kernel unpacks them in order.
 """
@@ -21,7 +21,8 @@ from .cpio import make_cpio
 
 # Load order matters; dependencies are added by modprobe --show-depends.
 # crc32_generic first: rdma_rxe's ICRC needs a crc32 provider.
-GUEST_MODULES = ["crc32_generic", "virtio_pci", "virtio_net", "udp_tunnel",
+GUEST_MODULES = ["crc32_generic", "virtio_pci", "virtio_console",
+                 "virtio_net", "udp_tunnel",
                  "ip6_udp_tunnel", "configfs", "ib_core", "ib_cm", "iw_cm",
                  "rdma_cm", "ib_uverbs", "rdma_ucm", "rdma_rxe"]
 GUEST_TOOLS = ["/usr/bin/rdma", "/usr/bin/rping", "/usr/bin/ibv_devices",
@@ -63,12 +64,22 @@ exec /bin/kvlab-agent "$NODE" "$RXE"
 """
 
 AGENT = r"""#!/bin/sh
-# Command agent on ttyS1.  In: "RUN <id> <base64 script>".  Out:
-# "@@READY <node> <release> rxe=<ok|fail>" every second until the first
-# command, then per command "@@BEGIN <id>", base64 output, "@@END <id> <rc>".
+# Command agent on a virtio-serial port (no tty line discipline, no
+# per-byte UART emulation that can drop bytes under load).
+# In: "RUN <id> <base64 script>".  Out: "@@READY <node> <release>
+# rxe=<ok|fail>" every second until the first command, then per command
+# "@@BEGIN <id>", base64 output, "@@END <id> <rc>".
 NODE=$1; RXE=$2
-stty -F /dev/ttyS1 raw -echo
-exec 3<>/dev/ttyS1
+PORT=
+for i in $(seq 100); do
+	for p in /sys/class/virtio-ports/*; do
+		[ "$(cat $p/name 2>/dev/null)" = kvlab.agent ] && PORT=/dev/${p##*/}
+	done
+	[ -n "$PORT" ] && [ -e "$PORT" ] && break
+	sleep 0.1
+done
+[ -n "$PORT" ] || { echo "kvlab-agent: no virtio port kvlab.agent"; exit 1; }
+exec 3<>"$PORT"
 ( while [ ! -e /tmp/.agent-busy ]; do
 	echo "@@READY $NODE $(uname -r) rxe=$RXE" >&3; sleep 1
   done ) &
