@@ -14,7 +14,8 @@ import time
 from .common import HarnessError, Phase, build_dir, die, log
 from .results import Results
 
-SUITES = ["unit", "harness", "style", "dkms", "kunit", "integration-6.1",
+SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
+          "integration-6.1",
           "integration-6.12", "cluster4"]
 
 
@@ -85,6 +86,8 @@ def cmd_test(args):
                              [kern["6.1"], kern["6.12"]])
         elif s == "kunit":
             suites.run_suite(res, s, suites.suite_kunit)
+        elif s == "kunit-debug":
+            suites.run_suite(res, s, suites.suite_kunit, "debug")
         elif s.startswith("integration-"):
             suites.run_suite(res, s, suites.suite_integration,
                              kern[s.split("-", 1)[1]], s)
@@ -113,7 +116,8 @@ def cmd_demo(args):
     files = {f"/kvlab/modules/{p.name}": p for p in mods.values()}
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     with Phase("boot 2-node cluster"), \
-            Cluster(k, nodes=2, workdir=workdir, overlay=overlay) as c:
+            Cluster(k, nodes=2, workdir=workdir, overlay=overlay,
+                    port_base=args.port_base) as c:
         n0, n1 = c.nodes
         print(f"\n== {n0.name} ({n0.ip}) and {n1.name} ({n1.ip}), Debian "
               f"kernel {k.abi}, Soft-RoCE rxe0 on each ==")
@@ -148,6 +152,8 @@ def main(argv=None):
     p = sub.add_parser("demo", help="boot 2 guests and run the exchange")
     p.add_argument("--kernel", default="6.1")
     p.add_argument("--count", type=int, default=1000)
+    p.add_argument("--port-base", type=int, default=None,
+                   help="UDP ports for the guest link (default: free ones)")
     p = sub.add_parser("test", help="run the suites")
     p.add_argument("--suite", help=f"comma list of: {','.join(SUITES)}")
     p = sub.add_parser("build", help="build modules against distro headers")

@@ -67,6 +67,7 @@ def ensure(extra=()):
         BACKPORTS.write_text(BACKPORTS_TEXT)
         global _updated
         _updated = False
+        apt_update()
     if need:
         apt_update()
         log(f"installing {' '.join(need)}")
