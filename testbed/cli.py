@@ -16,7 +16,7 @@ from .results import Results
 
 SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
-          "integration-6.12", "cluster4"]
+          "integration-6.12", "integration-debug", "cluster4"]
 
 
 def _kernels(series_list):
@@ -61,7 +61,7 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"integration-(.+)", s)
+        m = re.match(r"integration-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if "cluster4" in chosen:
@@ -88,6 +88,8 @@ def cmd_test(args):
             suites.run_suite(res, s, suites.suite_kunit)
         elif s == "kunit-debug":
             suites.run_suite(res, s, suites.suite_kunit, "debug")
+        elif s == "integration-debug":
+            suites.run_suite(res, s, suites.suite_integration_debug)
         elif s.startswith("integration-"):
             suites.run_suite(res, s, suites.suite_integration,
                              kern[s.split("-", 1)[1]], s)

@@ -328,11 +328,13 @@ class Cluster:
         return found
 
     def _teardown(self):
+        # reboot, not poweroff: with -no-reboot QEMU exits at once, and
+        # kernels without ACPI (the KUnit ones) cannot power off.
         for node in self.nodes:
             if node.sock and node.proc.poll() is None:
                 try:
                     node.sock.sendall(b"RUN 0 " + base64.b64encode(
-                        b"sync; poweroff -f") + b"\n")
+                        b"sync; reboot -f") + b"\n")
                 except OSError:
                     pass
         deadline = time.monotonic() + 10

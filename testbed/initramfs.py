@@ -136,6 +136,8 @@ def build_overlay(files, out_gz):
 
 def _module_closure(kernel):
     """Module files in load order, from modprobe --show-depends."""
+    if getattr(kernel, "builtin_modules", False):
+        return []
     order = []
     for mod in GUEST_MODULES:
         p = run(["modprobe", "-d", str(kernel.root), "-S", kernel.abi,

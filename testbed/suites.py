@@ -266,8 +266,18 @@ def _integration_body(res, suite, c, plain):
                   "trips", r.rc == 0 and "500 round trips ok" in r.out,
                   r.out)
 
-    # Device removal under a live connection: the client fails cleanly,
-    # both sides reclaim everything, and a new device works again.
+    _device_removal(res, suite, n0, n1)
+
+    # Clean unload on both nodes.
+    for n in (n0, n1):
+        r = n.run("rmmod kping; rmmod kverbs && ! lsmod | grep -q kverbs",
+                  timeout=120)
+        res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
+
+
+def _device_removal(res, suite, n0, n1):
+    """`rdma link delete` under a live connection: the client fails
+    cleanly, the server reclaims everything, a new device works again."""
     n1.run(f"(insmod /kvlab/modules/kping.ko server={n0.ip} port={PORT} "
            f"node_id={n1.node_id} count=1000000 timeout_ms=3000; "
            "echo rc=$?) > /tmp/bg.out 2>&1 &", timeout=30)
@@ -294,12 +304,6 @@ def _integration_body(res, suite, c, plain):
                "count=200", timeout=180)
     res.check(suite, "exchange works again on the new device", r.rc == 0,
               r.out + _dmesg_has(n1, "x")[1][-800:])
-
-    # Clean unload on both nodes.
-    for n in (n0, n1):
-        r = n.run("rmmod kping; rmmod kverbs && ! lsmod | grep -q kverbs",
-                  timeout=120)
-        res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
 
 
 def suite_cluster4(res, kernel):
@@ -332,6 +336,60 @@ def suite_cluster4(res, kernel):
             r = server.run("rmmod kping && rmmod kverbs", timeout=120)
             res.check(name, "server unloads cleanly", r.rc == 0, r.out)
         res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
+
+
+class _KunitGuestKernel:
+    """A KUnit kernel booted as a cluster guest: RDMA is built in."""
+    builtin_modules = True
+
+    def __init__(self, kk):
+        self.series = f"kunit-{kk.variant}"
+        self.abi = kk.build.name
+        self.vmlinuz = kk.bzimage
+
+
+def suite_integration_debug(res):
+    """The two-guest exchange and device removal on the debug KUnit kernel
+    (KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak), which distro kernels
+    cannot give; any report on a console fails the run."""
+    from . import initramfs, kunit
+    from .cluster import Cluster
+    name = "integration-debug"
+    kk = kunit.kernel("debug")
+    mods = kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
+                        kunit=True)
+    workdir = _fresh_workdir(name)
+    files = {f"/kvlab/modules/{n}": mods[n] for n in ("kverbs.ko",
+                                                     "kping.ko")}
+    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    try:
+        with Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
+                     overlay=overlay, boot_timeout=300, mem_mb=1024) as c:
+            n0, n1 = c.nodes
+            for n in (n0, n1):
+                r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
+                res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
+            r = n0.run(f"insmod /kvlab/modules/kping.ko port={PORT} "
+                       f"node_id={n0.node_id}", timeout=120)
+            res.check(name, "kping server listens", r.rc == 0, r.out)
+            r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} "
+                       f"port={PORT} node_id={n1.node_id} count=500 "
+                       "size=512 && rmmod kping", timeout=600)
+            res.check(name, "kping 500 round trips under KASAN/lockdep",
+                      r.rc == 0, r.out)
+            _device_removal(res, name, n0, n1)
+            for n in (n0, n1):
+                r = n.run("rmmod kping; rmmod kverbs && "
+                          "echo scan > /sys/kernel/debug/kmemleak && "
+                          "sleep 2 && echo scan > "
+                          "/sys/kernel/debug/kmemleak && "
+                          "cat /sys/kernel/debug/kmemleak", timeout=300)
+                res.check(name, f"{n.name}: rmmod, then kmemleak finds "
+                          "nothing", r.rc == 0 and not r.out.strip(),
+                          r.out[-3000:])
+        res.add(name, "guest consoles clean (KASAN, lockdep, ...)", True)
     except HarnessError as e:
         res.add(name, "cluster run", False, e)
 
