@@ -27,7 +27,15 @@ from pathlib import Path
 from .common import HarnessError, log, require_tool
 from . import console, initramfs
 
-_LIVE = set()        # process groups to kill at interpreter exit
+# No guest outlives the harness, by three layers: __exit__ tears down on any
+# exception (Ctrl-C included); atexit kills what is left on interpreter
+# exit, and SIGTERM/SIGHUP are turned into SystemExit while clusters live so
+# that path runs too; QEMU and vde_switch run under `setpriv --pdeathsig
+# KILL`, so even a SIGKILLed harness takes them along.  (pdeathsig fires
+# when the *thread* that started them ends: enter and exit a Cluster in one
+# thread.)
+_LIVE = set()        # process groups (QEMU, vde_switch) to kill at exit
+_saved_handlers = {}
 
 
 def _kill_all():
@@ -42,6 +50,27 @@ def _kill_all():
 atexit.register(_kill_all)
 
 
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _trap_signals():
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if sig not in _saved_handlers and \
+                signal.getsignal(sig) is signal.SIG_DFL:
+            _saved_handlers[sig] = signal.signal(sig, _terminate)
+
+
+def _untrap_signals():
+    if _LIVE or threading.current_thread() is not threading.main_thread():
+        return
+    for sig, old in list(_saved_handlers.items()):
+        signal.signal(sig, old)
+        del _saved_handlers[sig]
+
+
 class ConsoleError(HarnessError):
     pass
 
@@ -52,6 +81,15 @@ class Result:
 
     def __repr__(self):
         return f"Result(rc={self.rc}, out={self.out[-200:]!r})"
+
+
+def _sweep_sockdirs():
+    """Remove socket directories of harness processes that were SIGKILLed
+    (named kvlab-<pid>-*; nothing else can clean them up)."""
+    for d in Path(tempfile.gettempdir()).glob("kvlab-*-*"):
+        pid = d.name.split("-")[1]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def _free_udp_ports(n):
@@ -191,7 +229,9 @@ class Cluster:
         self.mem_mb, self.smp, self.append = mem_mb, smp, append
         self.nodes = []
         self.sockdir = None
-        self.switch_pid = None
+        self.switch = None
+        setpriv = shutil.which("setpriv")       # util-linux, always there
+        self._wrap = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
     # -- setup ---------------------------------------------------------
     def _netdevs(self):
@@ -206,15 +246,23 @@ class Cluster:
                     f"socket,id=n0,udp=127.0.0.1:{a},localaddr=127.0.0.1:{b}"]
         vde = require_tool("vde_switch", "vde2")
         sw = Path(self.sockdir) / "sw"
-        pidfile = Path(self.sockdir) / "sw.pid"
-        subprocess.run([vde, "-s", str(sw), "-d", "-p", str(pidfile)],
-                       check=True, timeout=30, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
-        for _ in range(50):
-            if pidfile.exists() and pidfile.read_text().strip():
-                break
-            time.sleep(0.1)
-        self.switch_pid = int(pidfile.read_text())
+        # Not daemonised: the switch is our child, holds a pipe from us as
+        # its management stdin and exits on its EOF, so it dies with the
+        # harness however the harness ends.
+        swlog = self.workdir / "vde_switch.log"
+        with open(swlog, "wb") as f:
+            self.switch = subprocess.Popen(
+                self._wrap + [vde, "-s", str(sw)], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=f, start_new_session=True)
+        _LIVE.add(self.switch.pid)
+        deadline = time.monotonic() + 30
+        while not (sw / "ctl").exists():
+            if self.switch.poll() is not None or time.monotonic() > deadline:
+                raise HarnessError(
+                    f"vde_switch did not start: "
+                    f"{swlog.read_text(errors='replace').strip()[-500:]}",
+                    f"see {swlog}; try vde_switch -s /tmp/x by hand")
+            time.sleep(0.05)
         return [f"vde,id=n0,sock={sw}"] * self.n
 
     def _initrd(self):
@@ -227,9 +275,16 @@ class Cluster:
         return out
 
     def __enter__(self):
+        # Every tool is checked before any work, so a missing one fails fast.
         qemu = require_tool("qemu-system-x86_64", "qemu-system-x86")
+        if self.n > 2:
+            require_tool("vde_switch", "vde2")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.sockdir = tempfile.mkdtemp(prefix="kvlab-")
+        # Unix socket paths are limited to 108 bytes, so sockets live in a
+        # short private directory rather than under workdir.
+        _sweep_sockdirs()
+        self.sockdir = tempfile.mkdtemp(prefix=f"kvlab-{os.getpid()}-")
+        _trap_signals()
         try:
             self._boot(qemu)
         except BaseException:
@@ -263,10 +318,10 @@ class Cluster:
                    f"mac=52:54:00:77:00:{i:02x}"]
             (self.workdir / f"{node.name}.qemu-cmd").write_text(
                 " ".join(cmd) + "\n")
-            node.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT,
-                                         start_new_session=True)
+            node.proc = subprocess.Popen(
+                self._wrap + cmd, stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                start_new_session=True)
             _LIVE.add(node.proc.pid)
         deadline = time.monotonic() + self.boot_timeout
         for node in self.nodes:
@@ -331,7 +386,7 @@ class Cluster:
         # reboot, not poweroff: with -no-reboot QEMU exits at once, and
         # kernels without ACPI (the KUnit ones) cannot power off.
         for node in self.nodes:
-            if node.sock and node.proc.poll() is None:
+            if node.sock and node.proc and node.proc.poll() is None:
                 try:
                     node.sock.sendall(b"RUN 0 " + base64.b64encode(
                         b"sync; reboot -f") + b"\n")
@@ -339,6 +394,8 @@ class Cluster:
                     pass
         deadline = time.monotonic() + 10
         for node in self.nodes:
+            if node.proc is None:       # Popen itself failed
+                continue
             try:
                 node.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
@@ -352,13 +409,16 @@ class Cluster:
             _LIVE.discard(node.proc.pid)
             if node.sock:
                 node.sock.close()
-        if self.switch_pid:
+        if self.switch:
             try:
-                os.kill(self.switch_pid, signal.SIGKILL)
+                os.killpg(self.switch.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+            self.switch.wait(10)
+            _LIVE.discard(self.switch.pid)
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
+        _untrap_signals()
 
     def __exit__(self, et, ev, tb):
         self._teardown()

@@ -1,9 +1,11 @@
 """Debian packages the harness needs, installed on demand.
 
 A warm run costs one dpkg-query.  The 6.12 kernel comes from
-bookworm-backports, whose apt source is added when missing.
+bookworm-backports, whose apt source is added when missing, pointing at the
+same archive as the main suite.
 """
 import os
+import re
 from pathlib import Path
 
 from .common import HarnessError, log, run
@@ -20,19 +22,47 @@ PACKAGES = [
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")
 BACKPORTS_TEXT = """Types: deb
-URIs: http://deb.debian.org/debian
+URIs: {uri}
 Suites: bookworm-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 """
+DEFAULT_URI = "http://deb.debian.org/debian"
 
 
 def missing(packages):
+    """The subset of `packages` that is not installed."""
     p = run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n"]
             + list(packages), check=False)
     have = {l.split()[0] for l in p.stdout.splitlines()
             if l.endswith(" installed")}
     return [p for p in packages if p not in have]
+
+
+def installed_version(package):
+    """Installed version of `package`, or None."""
+    p = run(["dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}",
+             package], check=False)
+    st = p.stdout.split()
+    return st[1] if p.returncode == 0 and st[:1] == ["installed"] else None
+
+
+def _main_uri():
+    """Archive URI of the main bookworm suite (whatever mirror the admin
+    chose), so backports come from the same place."""
+    for src in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        for stanza in src.read_text(errors="replace").split("\n\n"):
+            uri = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            suites = re.search(r"^Suites:(.*)$", stanza, re.M)
+            if uri and suites and "bookworm" in suites.group(1).split():
+                return uri.group(1)
+    lst = Path("/etc/apt/sources.list")
+    if lst.is_file():
+        for line in lst.read_text(errors="replace").splitlines():
+            m = re.match(r"deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+bookworm\s", line)
+            if m:
+                return m.group(1)
+    return DEFAULT_URI
 
 
 def _has_backports():
@@ -60,11 +90,14 @@ def ensure(extra=()):
     if not need and _has_backports():
         return
     if os.geteuid() != 0:
-        raise HarnessError(f"missing Debian packages: {' '.join(need)}",
-                           "run ./kvlab as root, or apt-get install them")
+        what = (f"missing Debian packages: {' '.join(need)}" if need else
+                "the apt source bookworm-backports (kernel 6.12) is missing")
+        raise HarnessError(what, "run ./kvlab setup as root, or install "
+                           "them with apt-get (6.12 also needs "
+                           f"bookworm-backports in {BACKPORTS.parent})")
     if not _has_backports():
         log(f"adding {BACKPORTS}")
-        BACKPORTS.write_text(BACKPORTS_TEXT)
+        BACKPORTS.write_text(BACKPORTS_TEXT.format(uri=_main_uri()))
         global _updated
         _updated = False
         apt_update()

@@ -3,9 +3,9 @@
 The base holds static busybox, the distro kernel's module closure for
 virtio networking and Soft-RoCE, the rdma-core user tools with their
 libraries, and /init, which brings up eth0 and rxe0 and then runs the
-command agent on a virtio-serial port (protocol in testbed/cluster.py).  Overlays (our
-modules, our tools) are separate archives concatenated after the base; the
-kernel unpacks them in order.
+command agent on a virtio-serial port (protocol in testbed/cluster.py).
+Overlays (our modules, our tools) are separate archives concatenated after
+the base; the kernel unpacks them in order, later files overriding earlier.
 """
 import hashlib
 import lzma
@@ -80,14 +80,21 @@ for i in $(seq 100); do
 done
 [ -n "$PORT" ] || { echo "kvlab-agent: no virtio port kvlab.agent"; exit 1; }
 exec 3<>"$PORT"
-( while [ ! -e /tmp/.agent-busy ]; do
-	echo "@@READY $NODE $(uname -r) rxe=$RXE" >&3; sleep 1
-  done ) &
+REL=$(uname -r)
+# READY repeats until the first command so a host that connects late still
+# sees it; the loop is reaped before any reply so its lines never land
+# inside a reply's base64 body.
+( while :; do echo "@@READY $NODE $REL rxe=$RXE" >&3; sleep 1; done ) &
+BEACON=$!
 while read -r cmd id data <&3; do
 	[ "$cmd" = RUN ] || continue
-	touch /tmp/.agent-busy
+	if [ -n "$BEACON" ]; then
+		kill $BEACON; wait $BEACON 2>/dev/null; BEACON=
+	fi
 	echo "$data" | base64 -d > /tmp/.cmd.$id
-	( cd /root && sh /tmp/.cmd.$id ) > /tmp/.out.$id 2>&1 < /dev/null
+	# fd 3 closed: background jobs a script leaves behind must not write
+	# into the protocol stream.
+	( cd /root && sh /tmp/.cmd.$id ) > /tmp/.out.$id 2>&1 < /dev/null 3>&-
 	rc=$?
 	{ echo "@@BEGIN $id"; base64 < /tmp/.out.$id; echo "@@END $id $rc"; } >&3
 	rm -f /tmp/.cmd.$id /tmp/.out.$id
@@ -153,11 +160,17 @@ def _module_closure(kernel):
 
 
 def _key(kernel):
+    """Cache key over everything that goes into the base image: this file
+    (init, agent, module list), the kernel build, and the host binaries."""
     h = hashlib.sha256()
     h.update(Path(__file__).read_bytes())
     h.update(kernel.abi.encode())
-    for t in GUEST_TOOLS + ["/bin/busybox"]:
-        h.update(str(os.stat(t).st_mtime_ns).encode())
+    h.update(str(getattr(kernel, "version", "")).encode())
+    inputs = GUEST_TOOLS + ["/bin/busybox", LIBGCC] + \
+        sorted(map(str, Path("/").glob(RXE_PROVIDER_GLOB.lstrip("/"))))
+    for t in inputs:
+        st = os.stat(t)
+        h.update(f"{t} {st.st_size} {st.st_mtime_ns}".encode())
     return h.hexdigest()[:12]
 
 

@@ -1,11 +1,16 @@
 """Debian distro kernels for the guests: resolve, download, unpack, cache.
 
 A series ("6.1", "6.12") maps to the newest linux-image-amd64 meta package
-version of that series; its dependency names the image package, and the
-matching headers package ("linux-headers-" + ABI) is installed on the host
-for module builds and DKMS.  Image and headers therefore always share one
-ABI, which is what the modules' vermagic is checked against.
+version of that series; its dependency names the image package and its
+exact version.  The matching headers package ("linux-headers-" + ABI) is
+installed on the host at that same version, for module builds and DKMS:
+our modules' vermagic and symbol versions are checked against the guest.
+The image package itself is only unpacked, never installed on the host.
+
+Cache layout (cache_dir()/kernels): series-<S> holds "<abi> <image pkg>";
+<abi>/.unpacked holds the image's package version.
 """
+import os
 import re
 import shutil
 from pathlib import Path
@@ -17,9 +22,10 @@ SUPPORTED = ("6.1", "6.12")
 
 
 class Kernel:
-    def __init__(self, series, abi, image_pkg, root):
+    def __init__(self, series, abi, image_pkg, root, version=None):
         self.series = series
-        self.abi = abi
+        self.abi = abi                  # e.g. 6.1.0-56-amd64
+        self.version = version          # Debian version, e.g. 6.1.192-2
         self.image_pkg = image_pkg
         self.root = Path(root)
         self.moddir = self.root / "lib" / "modules" / abi
@@ -31,11 +37,14 @@ class Kernel:
         return f"Kernel({self.series}, {self.abi})"
 
 
-def _vkey(v):
-    return [int(x) if x.isdigit() else x for x in re.split(r"[.\-+~]", v)]
+def _newer(a, b):
+    """Debian version order ('~' sorts first), exactly as dpkg defines it."""
+    return run(["dpkg", "--compare-versions", a, "gt", b],
+               check=False).returncode == 0
 
 
 def _image_package(series):
+    """(image package, exact version) behind the newest meta package."""
     def show():
         return run(["apt-cache", "show", "linux-image-amd64"],
                    check=False).stdout
@@ -46,16 +55,71 @@ def _image_package(series):
     best = None
     for stanza in text.split("\n\n"):
         v = re.search(r"^Version: (\S+)", stanza, re.M)
-        d = re.search(r"^Depends: (linux-image-\S+)", stanza, re.M)
+        d = re.search(r"^Depends: (linux-image-[^\s,(]+)"
+                      r"(?:\s*\(= ([^)\s]+)\))?", stanza, re.M)
         if not v or not d or not v.group(1).startswith(series + "."):
             continue
-        if best is None or _vkey(v.group(1)) > _vkey(best[0]):
-            best = (v.group(1), d.group(1))
+        if best is None or _newer(v.group(1), best[0]):
+            best = (v.group(1), d.group(1), d.group(2) or v.group(1))
     if not best:
         raise HarnessError(f"no Debian kernel of series {series} in the apt "
                            "lists", "check /etc/apt sources (6.12 needs "
                            "bookworm-backports) and run apt-get update")
-    return best[1]
+    return best[1], best[2]
+
+
+def _ensure_headers(abi, version):
+    """Host headers of exactly the image's package version."""
+    pkg = f"linux-headers-{abi}"
+    deps.ensure([pkg])
+    have = deps.installed_version(pkg)
+    if have != version:
+        if os.geteuid() != 0:
+            raise HarnessError(f"{pkg} {have} is installed but the guest "
+                               f"kernel is {version}",
+                               f"apt-get install {pkg}={version}")
+        log(f"installing {pkg}={version} (had {have})")
+        run(["apt-get", "install", "-y", "--no-install-recommends",
+             "--allow-downgrades", f"{pkg}={version}"],
+            env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+            timeout=3000)
+    if not Path(f"/lib/modules/{abi}/build").is_dir():
+        raise HarnessError(f"{pkg} is installed but /lib/modules/{abi}/build "
+                           "is missing", f"apt-get install --reinstall {pkg}")
+
+
+def _unpack(kernel, deb):
+    # Unpack beside the tree and swap it in, so a concurrent run still
+    # reading the old tree never sees a half-extracted one.
+    tmp = kernel.root.with_name(kernel.root.name + f".tmp{os.getpid()}")
+    old = kernel.root.with_name(kernel.root.name + f".old{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    log(f"unpacking {deb.name}")
+    run(["dpkg-deb", "-x", str(deb), str(tmp)], timeout=600)
+    run(["depmod", "-b", str(tmp), kernel.abi], timeout=300)
+    (tmp / ".unpacked").write_text(kernel.version + "\n")
+    if kernel.root.exists():
+        os.rename(kernel.root, old)
+    os.rename(tmp, kernel.root)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _cached(series):
+    """The Kernel recorded for `series` if it is complete, else None.
+    No apt-cache here: a newer distro kernel is picked up only after the
+    marker is removed, so consecutive runs test the same kernel."""
+    marker = cache_dir() / "kernels" / f"series-{series}"
+    try:
+        abi, pkg = marker.read_text().split()[:2]
+        ver = (cache_dir() / "kernels" / abi / ".unpacked").read_text()
+    except (OSError, ValueError):
+        return None
+    k = Kernel(series, abi, pkg, cache_dir() / "kernels" / abi, ver.strip())
+    if k.version and k.vmlinuz.exists() and k.headers.exists() and \
+            deps.installed_version(f"linux-headers-{abi}") == k.version:
+        return k
+    return None
 
 
 def resolve(series):
@@ -63,36 +127,31 @@ def resolve(series):
     if series not in SUPPORTED:
         raise HarnessError(f"unknown kernel version '{series}'",
                            f"use one of: {', '.join(SUPPORTED)}")
-    marker = cache_dir() / "kernels" / f"series-{series}"
-    if marker.exists():
-        abi, pkg = marker.read_text().split()
-        k = Kernel(series, abi, pkg, cache_dir() / "kernels" / abi)
-        if (k.root / ".unpacked").exists() and k.headers.exists():
-            return k
-    pkg = _image_package(series)
+    k = _cached(series)
+    if k:
+        return k
+    pkg, ver = _image_package(series)
     abi = pkg[len("linux-image-"):]
     if abi.endswith("-unsigned"):
         abi = abi[:-len("-unsigned")]
-    k = Kernel(series, abi, pkg, cache_dir() / "kernels" / abi)
-    deps.ensure([f"linux-headers-{abi}"])
-    if not (k.root / ".unpacked").exists():
+    k = Kernel(series, abi, pkg, cache_dir() / "kernels" / abi, ver)
+    _ensure_headers(abi, ver)
+    unpacked = k.root / ".unpacked"
+    if not unpacked.exists() or unpacked.read_text().strip() != ver:
         debs = cache_dir() / "debs"
         debs.mkdir(parents=True, exist_ok=True)
-        found = sorted(debs.glob(f"{pkg}_*.deb"))
-        if not found:
-            log(f"downloading {pkg}")
-            run(["apt-get", "download", pkg], cwd=debs, timeout=1800)
-            found = sorted(debs.glob(f"{pkg}_*.deb"))
-        if not found:
-            raise HarnessError(f"apt-get download {pkg} produced no .deb")
-        if k.root.exists():
-            shutil.rmtree(k.root)
-        k.root.mkdir(parents=True)
-        log(f"unpacking {found[-1].name}")
-        run(["dpkg-deb", "-x", str(found[-1]), str(k.root)], timeout=600)
-        run(["depmod", "-b", str(k.root), abi], timeout=300)
-        (k.root / ".unpacked").touch()
+        deb = debs / f"{pkg}_{ver.replace(':', '%3a')}_amd64.deb"
+        if not deb.exists():
+            log(f"downloading {pkg}={ver}")
+            run(["apt-get", "download", f"{pkg}={ver}"], cwd=debs,
+                timeout=1800)
+        if not deb.exists():
+            raise HarnessError(f"apt-get download {pkg}={ver} produced no "
+                               f"{deb.name}", "check access to the Debian "
+                               "archive and run apt-get update")
+        _unpack(k, deb)
     if not k.vmlinuz.exists():
         raise HarnessError(f"{pkg} has no {k.vmlinuz.name}")
+    marker = cache_dir() / "kernels" / f"series-{series}"
     marker.write_text(f"{abi} {pkg}\n")
     return k

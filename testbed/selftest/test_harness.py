@@ -1,16 +1,21 @@
 """Bad input to the harness: a clear error naming cause and fix, a bounded
-wait, and no QEMU process left behind."""
+wait, and no QEMU process left behind.
+
+Only the two never-boots tests start QEMU (about 10 s together); the rest
+fail before any guest starts.  Run: python3 -m unittest
+testbed.selftest.test_harness"""
 import os
 import socket
 import subprocess
 import tempfile
 import time
+import types
 import unittest
 from pathlib import Path
 from unittest import mock
 
 from testbed import console, kernels
-from testbed.cluster import Cluster
+from testbed.cluster import Cluster, ConsoleError
 from testbed.common import HarnessError, build_dir, require_tool
 
 
@@ -47,6 +52,20 @@ class HarnessBadInput(unittest.TestCase):
         for e in (cm.exception, cm2.exception):
             self.assertIn("'qemu-system-x86_64' was not found", str(e))
             self.assertIn("apt-get install qemu-system-x86", e.fix)
+
+    def test_missing_vde_switch(self):
+        """More than two nodes need vde2; QEMU alone is not enough."""
+        with tempfile.TemporaryDirectory() as bindir, \
+                mock.patch.dict(os.environ, {"PATH": bindir}):
+            qemu = "/usr/bin/qemu-system-x86_64"
+            os.symlink(qemu, Path(bindir) / "qemu-system-x86_64")
+            wd = self.workdir("novde")
+            with self.assertRaises(HarnessError) as cm:
+                with Cluster(self.kernel, 4, wd):
+                    pass
+        self.assertIn("'vde_switch' was not found", str(cm.exception))
+        self.assertIn("apt-get install vde2", cm.exception.fix)
+        self.assertEqual(qemu_procs(wd), [])
 
     def test_port_in_use(self):
         s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -93,6 +112,20 @@ class HarnessBadInput(unittest.TestCase):
 
 
 class ConsoleScan(unittest.TestCase):
+    def test_cluster_exit_raises_on_findings(self):
+        """A clean with-body still fails when a console shows a report."""
+        with tempfile.TemporaryDirectory() as d:
+            log = Path(d) / "node0.console.log"
+            log.write_text("[ 1.0] ok\n[ 2.0] WARNING: CPU: 0 PID: 7 at "
+                           "kverbs/cq.c:42 kv_cq_poll+0x10/0x20 [kverbs]\n")
+            c = Cluster(kernels.Kernel("6.1", "x", "x", d), 2, Path(d))
+            c.nodes.append(types.SimpleNamespace(console_path=log,
+                                                 sock=None, proc=None))
+            self.assertEqual([f.kind for f in c.findings()], ["WARNING"])
+            with self.assertRaises(ConsoleError) as cm:
+                c.__exit__(None, None, None)
+            self.assertIn("kverbs/cq.c:42", str(cm.exception))
+
     def test_reports_flagged(self):
         text = ("[    1.0] ok\n"
                 "[    2.0] WARNING: CPU: 0 PID: 1 at kverbs/ep.c:10 f+0x1/0x2\n"
