@@ -126,10 +126,8 @@ def cmd_demo(args):
         for n in c.nodes:
             n.run_checked("insmod /kvlab/modules/kverbs.ko")
         print(f"\n$ {n0.name}: insmod kping.ko   # echo server")
-        n0.run_checked(f"insmod /kvlab/modules/kping.ko node_id=1 "
-                       f"port={suites.PORT}")
-        cmd = (f"insmod /kvlab/modules/kping.ko server={n0.ip} "
-               f"port={suites.PORT} node_id=2 count={args.count} size=256")
+        n0.run_checked(suites.kping(n0))
+        cmd = suites.kping(n1, n0, count=args.count, size=256)
         print(f"$ {n1.name}: {cmd.replace('/kvlab/modules/', '')}")
         r = n1.run(cmd, timeout=600)
         print(f"\n-- {n1.name} kernel log --")

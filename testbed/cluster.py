@@ -50,6 +50,17 @@ def _kill_all():
 atexit.register(_kill_all)
 
 
+def _reap(proc):
+    """Kill a child's process group if it still runs; wait for it."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(10)
+    _LIVE.discard(proc.pid)
+
+
 def _terminate(signum, frame):
     raise SystemExit(128 + signum)
 
@@ -400,22 +411,11 @@ class Cluster:
                 node.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            if node.proc.poll() is None:
-                try:
-                    os.killpg(node.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                node.proc.wait(10)
-            _LIVE.discard(node.proc.pid)
+            _reap(node.proc)
             if node.sock:
                 node.sock.close()
         if self.switch:
-            try:
-                os.killpg(self.switch.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.switch.wait(10)
-            _LIVE.discard(self.switch.pid)
+            _reap(self.switch)
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
         _untrap_signals()

@@ -184,6 +184,16 @@ def guest_overlay(kernel, workdir):
     return out, plain
 
 
+def kping(node, server=None, **params):
+    """The insmod line for the kping sample on `node`: the echo server, or
+    a client of `server` (a Node) with extra module parameters."""
+    args = [f"port={PORT}", f"node_id={node.node_id}"]
+    if server is not None:
+        args.insert(0, f"server={server.ip}")
+    args += [f"{k}={v}" for k, v in params.items()]
+    return "insmod /kvlab/modules/kping.ko " + " ".join(args)
+
+
 def _fresh_workdir(name):
     """build/testbed/<name>, emptied: console logs of this run only."""
     workdir = build_dir() / "testbed" / name
@@ -230,13 +240,11 @@ def _integration_body(res, suite, c, plain):
         ok, out = _dmesg_has(n, r"kverbs: device rxe0 added")
         res.check(suite, f"{n.name}: kverbs tracks rxe0", ok, out[-1500:])
 
-    r = n0.run(f"insmod /kvlab/modules/kping.ko node_id={n0.node_id} "
-               f"port={PORT}", timeout=60)
+    r = n0.run(kping(n0), timeout=60)
     res.check(suite, "kping server listens", r.rc == 0, r.out)
 
-    r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} port={PORT} "
-               f"node_id={n1.node_id} count=2000 size=512 && dmesg | "
-               "grep 'kping:' | tail -n 3", timeout=300)
+    r = n1.run(kping(n1, n0, count=2000, size=512) +
+               " && dmesg | grep 'kping:' | tail -n 3", timeout=300)
     res.check(suite, "kping 2000 round trips, 512 B, payload verified",
               r.rc == 0 and "2000 round trips ok" in r.out, r.out)
     n1.run("rmmod kping", timeout=30)
@@ -278,8 +286,7 @@ def _integration_body(res, suite, c, plain):
 def _device_removal(res, suite, n0, n1):
     """`rdma link delete` under a live connection: the client fails
     cleanly, the server reclaims everything, a new device works again."""
-    n1.run(f"(insmod /kvlab/modules/kping.ko server={n0.ip} port={PORT} "
-           f"node_id={n1.node_id} count=1000000 timeout_ms=3000; "
+    n1.run(f"({kping(n1, n0, count=1000000, timeout_ms=3000)}; "
            "echo rc=$?) > /tmp/bg.out 2>&1 &", timeout=30)
     r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
                "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
@@ -299,9 +306,8 @@ def _device_removal(res, suite, n0, n1):
     r = n0.run("rdma link add rxe0 type rxe netdev eth0 && sleep 1 && "
                "dmesg | tail -n 5", timeout=60)
     res.check(suite, "rxe0 re-added", r.rc == 0, r.out)
-    r = n1.run(f"rmmod kping 2>/dev/null; insmod /kvlab/modules/kping.ko "
-               f"server={n0.ip} port={PORT} node_id={n1.node_id} "
-               "count=200", timeout=180)
+    r = n1.run("rmmod kping 2>/dev/null; " + kping(n1, n0, count=200),
+               timeout=180)
     res.check(suite, "exchange works again on the new device", r.rc == 0,
               r.out + _dmesg_has(n1, "x")[1][-800:])
 
@@ -318,12 +324,10 @@ def suite_cluster4(res, kernel):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=60)
                 res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
             server = c.nodes[0]
-            r = server.run(f"insmod /kvlab/modules/kping.ko port={PORT} "
-                           f"node_id={server.node_id}", timeout=60)
+            r = server.run(kping(server), timeout=60)
             res.check(name, "server listens", r.rc == 0, r.out)
             for n in c.nodes[1:]:
-                n.run(f"(insmod /kvlab/modules/kping.ko server={server.ip} "
-                      f"port={PORT} node_id={n.node_id} count=300; "
+                n.run(f"({kping(n, server, count=300)}; "
                       "echo rc=$? ) > /tmp/all2one.out 2>&1 &", timeout=30)
             for n in c.nodes[1:]:
                 r = n.run("for i in $(seq 240); do grep -q rc= "
@@ -371,12 +375,10 @@ def suite_integration_debug(res):
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
                 res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
-            r = n0.run(f"insmod /kvlab/modules/kping.ko port={PORT} "
-                       f"node_id={n0.node_id}", timeout=120)
+            r = n0.run(kping(n0), timeout=120)
             res.check(name, "kping server listens", r.rc == 0, r.out)
-            r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} "
-                       f"port={PORT} node_id={n1.node_id} count=500 "
-                       "size=512 && rmmod kping", timeout=600)
+            r = n1.run(kping(n1, n0, count=500, size=512) +
+                       " && rmmod kping", timeout=600)
             res.check(name, "kping 500 round trips under KASAN/lockdep",
                       r.rc == 0, r.out)
             _device_removal(res, name, n0, n1)
