@@ -4,6 +4,7 @@
   ./kvlab demo [--kernel 6.1]      boot 2 guests, run the kping exchange
   ./kvlab test [--suite a,b]       run every suite; ends "N passed, N failed"
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
+  ./kvlab bench rtt|protect        side-by-side benchmarks in guests
 """
 import argparse
 import re
@@ -61,14 +62,14 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"integration-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kmem)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if "cluster4" in chosen:
         need.add("6.1")
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration",
-                                                      "cluster"))]
+                                                      "cluster", "kmem"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
             suites.meson_build()
@@ -95,6 +96,10 @@ def cmd_test(args):
                              kern[s.split("-", 1)[1]], s)
         elif s == "cluster4":
             suites.run_suite(res, s, suites.suite_cluster4, kern["6.1"])
+        elif s.startswith("kmem-"):
+            from . import suite_kmem
+            suites.run_suite(res, s, suite_kmem.suite_kmem,
+                             kern[s.split("-", 1)[1]], s)
     print(res.summary().rsplit("\n", 1)[0])
     log(f"total {time.monotonic() - t0:.1f}s")
     print(f"{res.passed} passed, {res.failed} failed", flush=True)
@@ -144,6 +149,13 @@ def cmd_demo(args):
     return 0 if ok else 1
 
 
+def cmd_bench(args):
+    """Benchmarks live in testbed/bench_<name>.py, each with main(args)."""
+    import importlib
+    mod = importlib.import_module(f"testbed.bench_{args.which}")
+    return mod.main(args)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="kvlab", description=__doc__,
                                  formatter_class=argparse.RawTextHelpFormatter)
@@ -158,12 +170,17 @@ def main(argv=None):
     p.add_argument("--suite", help=f"comma list of: {','.join(SUITES)}")
     p = sub.add_parser("build", help="build modules against distro headers")
     p.add_argument("--kernel", action="append", default=None)
+    p = sub.add_parser("bench", help="side-by-side benchmarks in guests")
+    p.add_argument("which", choices=["rtt", "protect"])
+    p.add_argument("--kernel", default="6.1")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repetitions (a smoke run, not a measurement)")
     args = ap.parse_args(argv)
     if args.cmd == "build" and not args.kernel:
         args.kernel = ["6.1", "6.12"]
     try:
         return {"setup": cmd_setup, "demo": cmd_demo, "test": cmd_test,
-                "build": cmd_build}[args.cmd](args)
+                "build": cmd_build, "bench": cmd_bench}[args.cmd](args)
     except HarnessError as e:
         die(e)
     except KeyboardInterrupt:

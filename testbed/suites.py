@@ -16,6 +16,8 @@ KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
                        "compat/probes/*.c"]
 PORT = 18515
+# Modules the KUnit modules link against, loaded first, in this order.
+KUNIT_LIBS = ["kverbs.ko", "kverbs_kmem.ko"]
 
 
 # ---------------------------------------------------------------- user space
@@ -151,7 +153,9 @@ def suite_kunit(res, variant="default"):
     kk = kunit.kernel(variant)
     mods = kbuild.build(kk.build, build_dir() / "kbuild" / f"kunit-{variant}",
                         kunit=True)
-    order = [mods["kverbs.ko"], mods["kverbs_kunit.ko"]]
+    # Libraries first (in dependency order), then every KUnit module.
+    order = [mods[m] for m in KUNIT_LIBS if m in mods]
+    order += [mods[m] for m in sorted(mods) if m.endswith("_kunit.ko")]
     r = kunit.run(kk, order, build_dir() / "kunit" / variant)
     for suite, case, status in r.cases:
         if status == "skip":
