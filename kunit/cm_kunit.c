@@ -36,7 +36,7 @@ static void kverbs_cm_padding_accepted(struct kunit *test)
 	u8 buf[KVERBS_CM_PRIV_MAX] = {};
 	struct kverbs_cm_out o = {};
 
-	kverbs_cm_priv_fill((struct kverbs_cm_priv *)buf, 1, 1, 64);
+	kverbs_cm_priv_fill((struct kverbs_cm_priv *)buf, 1, 2, 64);
 	KUNIT_EXPECT_EQ(test, parse(buf, sizeof(buf), &o), KVERBS_CM_OK);
 	KUNIT_EXPECT_EQ(test, o.node, 1U);
 }
@@ -66,7 +66,7 @@ static void m_magic(struct kverbs_cm_priv *p)
 
 static void m_version(struct kverbs_cm_priv *p)
 {
-	p->version = cpu_to_be16(2);
+	p->version = cpu_to_be16(KVERBS_CM_VERSION + 1);
 }
 
 static void m_flags(struct kverbs_cm_priv *p)

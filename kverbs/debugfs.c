@@ -19,23 +19,50 @@ static const char * const kverbs_ep_state_names[] = {
 	[KVERBS_EP_CLOSED] = "closed",
 };
 
+/* One line per endpoint; counters are read without the lock. */
+static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
+{
+	struct kmsg_stats *st = &ep->msg.stats;
+	unsigned long flags;
+	u32 avail, ungranted, inflight, kept;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	avail = ep->msg.credit.avail;
+	ungranted = ep->msg.credit.ungranted;
+	inflight = kmsg_sq_used(&ep->msg.sq);
+	kept = ep->msg.kept;
+	spin_unlock_irqrestore(&ep->lock, flags);
+
+	seq_printf(m, "ep peer_node %u peer %pISpc state %s", ep->peer_node,
+		   &ep->peer_addr, kverbs_ep_state_names[READ_ONCE(ep->state)]);
+	seq_printf(m, " sent %lld received %lld signaled %lld reclaimed %lld inflight %u",
+		   atomic64_read(&st->sent), atomic64_read(&st->received),
+		   atomic64_read(&st->signaled), atomic64_read(&st->reclaimed),
+		   inflight);
+	seq_printf(m, " credits %u ungranted %u granted %lld credit_msgs %lld stalls %lld",
+		   avail, ungranted, atomic64_read(&st->credits_granted),
+		   atomic64_read(&st->credit_msgs), atomic64_read(&st->stalls));
+	seq_printf(m, " deferrals %lld polled %lld kept %u proto_errors %lld errors %lld dropped %lld mem=%zu\n",
+		   atomic64_read(&st->deferrals), atomic64_read(&st->polled),
+		   kept, atomic64_read(&st->proto_errors),
+		   atomic64_read(&ep->stat_errors),
+		   atomic64_read(&st->dropped), kmsg_ep_mem(ep));
+}
+
 static int kverbs_endpoints_show(struct seq_file *m, void *v)
 {
 	struct kverbs_domain *dom = m->private;
 	struct kverbs_ep *ep;
 
 	mutex_lock(&dom->lock);
-	seq_printf(m, "domain %s node %u device %s cq %u/%u\n", dom->name,
-		   dom->node_id,
+	seq_printf(m, "domain %s node %u device %s cq %u/%u closed_sent %lld closed_reclaimed %lld\n",
+		   dom->name, dom->node_id,
 		   dom->kdev ? dev_name(&dom->kdev->ibdev->dev) : "-",
-		   dom->cq_used, dom->cq_size);
+		   dom->cq_used, dom->cq_size,
+		   atomic64_read(&dom->closed_sent),
+		   atomic64_read(&dom->closed_reclaimed));
 	list_for_each_entry(ep, &dom->eps, dom_node)
-		seq_printf(m, "ep peer_node %u peer %pISpc state %s tx %lld rx %lld errors %lld\n",
-			   ep->peer_node, &ep->peer_addr,
-			   kverbs_ep_state_names[READ_ONCE(ep->state)],
-			   atomic64_read(&ep->stat_tx),
-			   atomic64_read(&ep->stat_rx),
-			   atomic64_read(&ep->stat_errors));
+		kverbs_debugfs_ep(m, ep);
 	mutex_unlock(&dom->lock);
 	return 0;
 }

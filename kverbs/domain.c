@@ -52,7 +52,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	    attr->depth > KVERBS_CM_MAX_DEPTH ||
 	    attr->max_msg < KVERBS_CM_MIN_MSG ||
 	    attr->max_msg > KVERBS_CM_MAX_MSG ||
-	    !attr->max_eps || attr->rnr_retry > 7)
+	    !attr->max_eps || attr->rnr_retry > 7 ||
+	    attr->signal_interval > attr->depth)
 		return ERR_PTR(-EINVAL);
 
 	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
@@ -70,7 +71,12 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->depth = attr->depth;
 	dom->max_msg = attr->max_msg;
 	dom->rnr_retry = attr->rnr_retry;
-	dom->cq_size = attr->max_eps * 2 * (attr->depth + 1);
+	dom->signal_interval = attr->signal_interval;
+	dom->cq_size = attr->max_eps * KVERBS_EP_CQES(attr->depth);
+	INIT_WORK(&dom->defer_work, kmsg_defer_work);
+	spin_lock_init(&dom->defer_lock);
+	INIT_LIST_HEAD(&dom->defer_list);
+	spin_lock_init(&dom->poll_lock);
 
 	/*
 	 * Per-domain, not global: one domain's teardown or deferred work
@@ -135,6 +141,9 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 		goto out_cq;
 	dom->kdev = kdev;
 	dom->cq_used = 0;
+	spin_lock_bh(&dom->poll_lock);
+	dom->poll_cq = dom->cq;
+	spin_unlock_bh(&dom->poll_lock);
 	pr_info("domain %s bound to %s\n", dom->name, dev_name(&ibdev->dev));
 	return 0;
 
@@ -181,6 +190,9 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 		return;
 	}
 	WARN_ON(dom->cq_used);
+	spin_lock_bh(&dom->poll_lock);
+	dom->poll_cq = NULL;
+	spin_unlock_bh(&dom->poll_lock);
 	ib_free_cq(dom->cq);
 	ib_dealloc_pd(dom->pd);
 	dom->cq = NULL;

@@ -9,11 +9,11 @@
  * -> destroy QP -> free buffers -> rdma_destroy_id (waits for a running
  * CM handler) -> leave the domain -> @disconnected callback.
  *
- * Sizing: a QP has depth + 1 send and receive WRs, the spare one for the
- * drain marker.  Sends are bounded by the send slots (depth), receives by
- * the receive ring (depth), so the send and receive queues cannot overflow.
+ * Sizing: the send queue has one entry per kmsg send buffer (depth + 1)
+ * and the receive queue one per ring buffer (depth), each plus one for the
+ * drain marker; kmsg never posts a WR without a buffer, so neither queue
+ * can overflow.
  */
-#include <linux/bitmap.h>
 #include <linux/slab.h>
 
 #include "kverbs-pri.h"
@@ -22,7 +22,8 @@ static void kverbs_ep_release(struct kref *ref)
 {
 	struct kverbs_ep *ep = container_of(ref, struct kverbs_ep, ref);
 
-	WARN_ON(ep->qp || ep->cm_id || ep->rx);
+	WARN_ON(ep->qp || ep->cm_id);
+	kmsg_ep_free(ep);
 	kverbs_domain_put(ep->dom);
 	kfree(ep);
 }
@@ -46,6 +47,7 @@ static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	spin_lock_init(&ep->lock);
 	init_completion(&ep->done_connecting);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
+	kmsg_ep_init(ep);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
 
@@ -85,140 +87,10 @@ void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
 		kverbs_ep_put(ep);
 }
 
-static int kverbs_post_recv(struct kverbs_ep *ep, struct kverbs_buf *b)
-{
-	struct ib_sge sge = {
-		.addr = b->dma,
-		.length = ep->buf_size,
-		.lkey = ep->dom->pd->local_dma_lkey,
-	};
-	struct ib_recv_wr wr = {
-		.wr_cqe = &b->cqe,
-		.sg_list = &sge,
-		.num_sge = 1,
-	};
-
-	return ib_post_recv(ep->qp, &wr, NULL);
-}
-
-static void kverbs_wc_error(struct kverbs_ep *ep, struct ib_wc *wc,
-			    const char *what)
-{
-	atomic64_inc(&ep->stat_errors);
-	/* Flushes are how a QP in the error state returns its WRs. */
-	if (wc->status == IB_WC_WR_FLUSH_ERR)
-		return;
-	pr_err_ratelimited("%s: %s completion failed: %s (%d), peer node %u\n",
-			   ep->dom->name, what, ib_wc_status_msg(wc->status),
-			   wc->status, ep->peer_node);
-	kverbs_ep_schedule_teardown(ep, -EIO);
-}
-
-static void kverbs_send_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct kverbs_buf *b = container_of(wc->wr_cqe, struct kverbs_buf, cqe);
-	struct kverbs_ep *ep = b->ep;
-	unsigned long flags;
-
-	spin_lock_irqsave(&ep->lock, flags);
-	__clear_bit(b - ep->tx, ep->tx_busy);
-	spin_unlock_irqrestore(&ep->lock, flags);
-
-	if (unlikely(wc->status != IB_WC_SUCCESS))
-		kverbs_wc_error(ep, wc, "send");
-}
-
-static void kverbs_recv_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct kverbs_buf *b = container_of(wc->wr_cqe, struct kverbs_buf, cqe);
-	struct kverbs_ep *ep = b->ep;
-	struct ib_device *dev = ep->dom->pd->device;
-	unsigned long flags;
-	int ret = 0;
-
-	if (unlikely(wc->status != IB_WC_SUCCESS)) {
-		kverbs_wc_error(ep, wc, "receive");
-		return;
-	}
-
-	atomic64_inc(&ep->stat_rx);
-	ib_dma_sync_single_for_cpu(dev, b->dma, ep->buf_size, DMA_FROM_DEVICE);
-	ep->dom->ops->recv(ep, b->data, wc->byte_len);
-	ib_dma_sync_single_for_device(dev, b->dma, ep->buf_size,
-				      DMA_FROM_DEVICE);
-
-	/*
-	 * Repost under ep->lock: teardown marks CLOSING under it before
-	 * posting the drain marker, so no receive is posted behind the marker.
-	 * A message can arrive while still CONNECTING (before ESTABLISHED is
-	 * handled on the active side); its buffer goes back all the same.
-	 */
-	spin_lock_irqsave(&ep->lock, flags);
-	if (ep->state == KVERBS_EP_CONNECTING ||
-	    ep->state == KVERBS_EP_CONNECTED)
-		ret = kverbs_post_recv(ep, b);
-	spin_unlock_irqrestore(&ep->lock, flags);
-	if (ret) {
-		pr_err_ratelimited("%s: receive repost failed: %d\n",
-				   ep->dom->name, ret);
-		kverbs_ep_schedule_teardown(ep, ret);
-	}
-}
-
-static void kverbs_free_bufs(struct kverbs_ep *ep, struct kverbs_buf *bufs,
-			     enum dma_data_direction dir)
-{
-	struct ib_device *dev = ep->dom->pd->device;
-	int i;
-
-	if (!bufs)
-		return;
-	for (i = 0; i < ep->nbufs; i++) {
-		if (!bufs[i].data)
-			break;
-		ib_dma_unmap_single(dev, bufs[i].dma, ep->buf_size, dir);
-		kfree(bufs[i].data);
-	}
-	kfree(bufs);
-}
-
-static struct kverbs_buf *kverbs_alloc_bufs(struct kverbs_ep *ep,
-					    enum dma_data_direction dir,
-					    void (*done)(struct ib_cq *,
-							 struct ib_wc *))
-{
-	struct ib_device *dev = ep->dom->pd->device;
-	struct kverbs_buf *bufs;
-	int i;
-
-	bufs = kcalloc(ep->nbufs, sizeof(*bufs), GFP_KERNEL);
-	if (!bufs)
-		return NULL;
-	for (i = 0; i < ep->nbufs; i++) {
-		struct kverbs_buf *b = &bufs[i];
-
-		b->data = kmalloc(ep->buf_size, GFP_KERNEL);
-		if (!b->data)
-			goto fail;
-		b->dma = ib_dma_map_single(dev, b->data, ep->buf_size, dir);
-		if (ib_dma_mapping_error(dev, b->dma)) {
-			kfree(b->data);
-			b->data = NULL;
-			goto fail;
-		}
-		b->ep = ep;
-		b->cqe.done = done;
-	}
-	return bufs;
-fail:
-	kverbs_free_bufs(ep, bufs, dir);
-	return NULL;
-}
-
 /*
- * Release the QP and buffers.  The QP must be drained or never connected:
- * the drain guarantees that no completion for it is left in the shared CQ.
- * Called with dom->lock held.
+ * Release the QP and unmap the buffers.  The QP must be drained or never
+ * connected: the drain guarantees that no completion for it is left in the
+ * shared CQ.  Called with dom->lock held, so the domain is still bound.
  */
 static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 {
@@ -229,14 +101,9 @@ static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 		rdma_destroy_qp(ep->cm_id);
 		ep->qp = NULL;
 	}
-	kverbs_free_bufs(ep, ep->rx, DMA_FROM_DEVICE);
-	kverbs_free_bufs(ep, ep->tx, DMA_TO_DEVICE);
-	ep->rx = NULL;
-	ep->tx = NULL;
-	bitmap_free(ep->tx_busy);
-	ep->tx_busy = NULL;
+	kmsg_ep_unmap(ep);
 	if (ep->cq_reserved) {
-		dom->cq_used -= 2 * (ep->nbufs + 1);
+		dom->cq_used -= KVERBS_EP_CQES(dom->depth);
 		ep->cq_reserved = false;
 	}
 }
@@ -268,12 +135,8 @@ static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_qp_init_attr init = {};
-	unsigned int need;
-	int ret, i;
-
-	ep->nbufs = dom->depth;
-	ep->buf_size = dom->max_msg;
-	need = 2 * (ep->nbufs + 1);
+	unsigned int need = KVERBS_EP_CQES(dom->depth);
+	int ret;
 
 	mutex_lock(&dom->lock);
 	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTING) {
@@ -290,12 +153,16 @@ static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	dom->cq_used += need;
 	ep->cq_reserved = true;
 
+	ret = kmsg_ep_setup(ep);
+	if (ret)
+		goto fail;
+
 	init.event_handler = kverbs_qp_event;
 	init.qp_context = ep;
 	init.send_cq = dom->cq;
 	init.recv_cq = dom->cq;
-	init.cap.max_send_wr = ep->nbufs + 1;
-	init.cap.max_recv_wr = ep->nbufs + 1;
+	init.cap.max_send_wr = ep->msg.ntx + 1;
+	init.cap.max_recv_wr = ep->msg.nrx + 1;
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
@@ -305,17 +172,9 @@ static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 		goto fail;
 	ep->qp = ep->cm_id->qp;
 
-	ret = -ENOMEM;
-	ep->tx_busy = bitmap_zalloc(ep->nbufs, GFP_KERNEL);
-	ep->rx = kverbs_alloc_bufs(ep, DMA_FROM_DEVICE, kverbs_recv_done);
-	ep->tx = kverbs_alloc_bufs(ep, DMA_TO_DEVICE, kverbs_send_done);
-	if (!ep->tx_busy || !ep->rx || !ep->tx)
+	ret = kmsg_ep_post_ring(ep);
+	if (ret)
 		goto fail;
-	for (i = 0; i < ep->nbufs; i++) {
-		ret = kverbs_post_recv(ep, &ep->rx[i]);
-		if (ret)
-			goto fail;
-	}
 	mutex_unlock(&dom->lock);
 	return 0;
 
@@ -348,13 +207,15 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 static void kverbs_ep_connected(struct kverbs_ep *ep)
 {
 	unsigned long flags;
-	bool ok;
+	bool ok, early = false;
 
 	spin_lock_irqsave(&ep->lock, flags);
 	ok = ep->state == KVERBS_EP_CONNECTING;
 	if (ok) {
+		kmsg_ep_connected(ep);
 		ep->state = KVERBS_EP_CONNECTED;
 		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+		early = kmsg_backlog_must_queue(&ep->msg.backlog);
 	}
 	spin_unlock_irqrestore(&ep->lock, flags);
 	if (!ok)
@@ -366,6 +227,9 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 	if (ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
+	/* Messages that arrived before this point waited for it. */
+	if (early)
+		kmsg_schedule_defer(ep);
 }
 
 static void kverbs_cm_reject(struct rdma_cm_id *id, enum kverbs_cm_reason r)
@@ -581,6 +445,7 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 		rdma_disconnect(ep->cm_id);
 	if (qp)
 		ib_drain_qp(qp);
+	kmsg_ep_stop(ep);
 
 	mutex_lock(&dom->lock);
 	kverbs_ep_release_qp(ep);
@@ -699,78 +564,16 @@ void kverbs_ep_close(struct kverbs_ep *ep)
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_close, KVERBS_NS);
 
 /**
- * kverbs_ep_send - send a message, copied into a registered send slot
- * @ep: connected endpoint
- * @buf: message
- * @len: bytes, 1..kverbs_ep_max_send()
- *
- * The slot is reclaimed on the send's completion, never earlier: the
- * adapter may retransmit until then.  Receive buffers are posted by the
- * peer; the message-level flow control that guarantees one is free comes
- * with kmsg.
- *
- * Context: any; does not sleep.
- * Return: 0 when posted; -EMSGSIZE for a bad @len, -EAGAIN when every send
- * slot is in flight, -ENOTCONN or the endpoint's error once it is not
- * connected, or the provider's post error.
- */
-int kverbs_ep_send(struct kverbs_ep *ep, const void *buf, u32 len)
-{
-	const struct ib_send_wr *bad;
-	struct ib_send_wr wr = {};
-	struct ib_sge sge;
-	struct kverbs_buf *b;
-	unsigned long flags;
-	unsigned int slot;
-	int ret;
-
-	if (!len || len > kverbs_ep_max_send(ep))
-		return -EMSGSIZE;
-
-	spin_lock_irqsave(&ep->lock, flags);
-	if (ep->state != KVERBS_EP_CONNECTED) {
-		ret = ep->error ?: -ENOTCONN;
-		goto unlock;
-	}
-	slot = find_first_zero_bit(ep->tx_busy, ep->nbufs);
-	if (slot >= ep->nbufs) {
-		ret = -EAGAIN;
-		goto unlock;
-	}
-	b = &ep->tx[slot];
-	memcpy(b->data, buf, len);
-	ib_dma_sync_single_for_device(ep->dom->pd->device, b->dma, len,
-				      DMA_TO_DEVICE);
-	sge.addr = b->dma;
-	sge.length = len;
-	sge.lkey = ep->dom->pd->local_dma_lkey;
-	wr.wr_cqe = &b->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	ret = ib_post_send(ep->qp, &wr, &bad);
-	if (!ret) {
-		__set_bit(slot, ep->tx_busy);
-		atomic64_inc(&ep->stat_tx);
-	}
-unlock:
-	spin_unlock_irqrestore(&ep->lock, flags);
-	return ret;
-}
-EXPORT_SYMBOL_NS_GPL(kverbs_ep_send, KVERBS_NS);
-
-/**
- * kverbs_ep_max_send - largest message kverbs_ep_send() accepts
+ * kverbs_ep_max_send - largest payload kmsg_reserve() accepts
  * @ep: endpoint
  *
  * Context: any.
- * Return: the smaller of our buffer size and the peer's announced maximum;
- * 0 before the endpoint connected.
+ * Return: the smaller of our max_msg and the peer's announced maximum;
+ * 0 before the peer's announcement arrived.
  */
 u32 kverbs_ep_max_send(const struct kverbs_ep *ep)
 {
-	return min(ep->buf_size, ep->peer_max_msg);
+	return min(ep->dom->max_msg, ep->peer_max_msg);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_send, KVERBS_NS);
 

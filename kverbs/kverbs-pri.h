@@ -19,6 +19,8 @@
 #include <kverbs/kverbs.h>
 #include <uapi/kverbs/cm.h>
 
+#include "../kmsg/kmsg-pri.h"
+
 #undef pr_fmt
 #define pr_fmt(fmt) "kverbs: " fmt
 
@@ -57,10 +59,21 @@ void kverbs_device_exit(void);
  * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used),
  * @eps and @listeners, and @dying.  Callbacks of @ops run without it.
  *
- * CQ sizing: each endpoint needs depth + 1 send and depth + 1 receive
- * entries (one spare each for ib_drain_qp), so the CQ holds
- * max_eps * 2 * (depth + 1) entries and an endpoint beyond max_eps is
- * refused with -ENOSPC instead of risking a CQ overrun.
+ * CQ sizing: each endpoint needs KVERBS_EP_CQES(depth) entries: a send
+ * queue of depth + 1 buffers (data and the credit message) and a receive
+ * ring of depth, plus one drain WR on each queue.  The CQ holds max_eps of
+ * those and an endpoint beyond max_eps is refused with -ENOSPC instead of
+ * risking a CQ overrun.
+ *
+ * Deferred receives: @defer_work (on @wq; a work item never runs twice at
+ * once) dispatches the backlog of every endpoint on @defer_list, so
+ * deferred handlers of one domain run one at a time.  @defer_lock (bh)
+ * protects @defer_list.
+ *
+ * Polling: @poll_lock (bh) serialises CQ callbacks between the softirq
+ * poller of ib_core and tasks in kverbs_domain_poll(); @poll_owner is the
+ * CPU (+1) of a task polling with it held, whose own callbacks must not
+ * take it again.  @poll_cq is the CQ while bound, under @poll_lock.
  */
 struct kverbs_domain {
 	struct kref ref;
@@ -83,7 +96,21 @@ struct kverbs_domain {
 	u16 depth;
 	u32 max_msg;
 	u8 rnr_retry;
+	u16 signal_interval;
+
+	struct work_struct defer_work;
+	spinlock_t defer_lock;		/* see above */
+	struct list_head defer_list;
+	spinlock_t poll_lock;		/* see above */
+	int poll_owner;
+	struct ib_cq *poll_cq;
+
+	/* counters of endpoints already gone, for debugfs */
+	atomic64_t closed_sent;
+	atomic64_t closed_reclaimed;
 };
+
+#define KVERBS_EP_CQES(depth)	(2 * ((depth) + 1) + 1)
 
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev);
 void kverbs_domain_get(struct kverbs_domain *dom);
@@ -105,14 +132,6 @@ enum {
 	KVERBS_EP_F_NOTIFIED,	/* ops->connected was called */
 };
 
-/* A pre-registered message buffer; one per send slot and receive. */
-struct kverbs_buf {
-	struct ib_cqe cqe;
-	struct kverbs_ep *ep;
-	void *data;
-	u64 dma;
-};
-
 /*
  * An RC endpoint.
  *
@@ -122,9 +141,9 @@ struct kverbs_buf {
  * the endpoint without a reference: ib_drain_qp() in teardown guarantees
  * that none runs after the QP is gone.
  *
- * Locking: @lock (irqsave, taken from softirq) protects @state, the
- * send slot bitmap and posting sends; teardown moves @state to CLOSING
- * under it, so no send is posted once draining starts.
+ * Locking: @lock (irqsave, taken from softirq) protects @state and the
+ * send side of @msg (see struct kmsg_ep); teardown moves @state to CLOSING
+ * under it, so nothing is posted once draining starts.
  */
 struct kverbs_ep {
 	struct kref ref;
@@ -139,11 +158,7 @@ struct kverbs_ep {
 	struct list_head dom_node;
 	struct work_struct teardown_work;
 
-	struct kverbs_buf *rx;
-	struct kverbs_buf *tx;
-	unsigned long *tx_busy;
-	u16 nbufs;
-	u32 buf_size;
+	struct kmsg_ep msg;
 	bool cq_reserved;
 
 	u32 peer_node;
@@ -152,8 +167,6 @@ struct kverbs_ep {
 	struct sockaddr_storage peer_addr;
 	void *priv;
 
-	atomic64_t stat_tx;
-	atomic64_t stat_rx;
 	atomic64_t stat_errors;
 };
 

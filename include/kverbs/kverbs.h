@@ -14,6 +14,7 @@
  * message in the connection's private data (uapi/kverbs/cm.h); a peer whose
  * announcement is malformed is refused and the refusal logged.
  *
+ * Messages are sent and received through kmsg (include/kverbs/kmsg.h).
  * Users import the KVERBS symbol namespace.  See
  * Documentation/kverbs-api.rst for contexts and lifetimes.
  */
@@ -29,6 +30,31 @@ struct kverbs_ep;
 struct kverbs_listener;
 
 /**
+ * enum kmsg_ctx - where a receive handler runs
+ * @KMSG_CTX_SOFTIRQ: the domain CQ's softirq poll; must not sleep
+ * @KMSG_CTX_POLL: a task busy-polling the CQ (kverbs_domain_poll()), with
+ *	bottom halves disabled; must not sleep
+ * @KMSG_CTX_PROCESS: the domain workqueue, after a deferral; may sleep
+ */
+enum kmsg_ctx {
+	KMSG_CTX_SOFTIRQ,
+	KMSG_CTX_POLL,
+	KMSG_CTX_PROCESS,
+};
+
+/**
+ * enum kmsg_verdict - what a receive handler did with a message
+ * @KMSG_DONE: consumed (or kept with kmsg_rx_keep())
+ * @KMSG_DEFER: call again in process context; only from an atomic context
+ */
+enum kmsg_verdict {
+	KMSG_DONE,
+	KMSG_DEFER,
+};
+
+struct kmsg_rx;
+
+/**
  * struct kverbs_domain_ops - callbacks of a domain
  * @connected: an endpoint became usable.  Context: process (rdma_cm
  *	handler); may sleep, must not destroy the endpoint or the domain.
@@ -37,13 +63,20 @@ struct kverbs_listener;
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint
  *	from kverbs_ep_connect() lives until kverbs_ep_close().  Context:
  *	process (domain workqueue); may sleep.
- * @recv: a message arrived.  @buf is valid only during the call.
- *	Context: softirq (the domain's CQ poll context); must not sleep.
+ * @recv: a message arrived; see include/kverbs/kmsg.h.  @rx is valid only
+ *	during the call unless kept.  Calls for one endpoint are never
+ *	concurrent and come in the order the peer sent; calls in @ctx
+ *	SOFTIRQ and POLL are serialised domain-wide.  Required.
+ * @send_done: a send posted with KMSG_NOTIFY completed (@status 0) or was
+ *	flushed (@status < 0); exactly once per such send.  Context: softirq
+ *	or poll (atomic), or process during teardown.
  */
 struct kverbs_domain_ops {
 	void (*connected)(struct kverbs_ep *ep);
 	void (*disconnected)(struct kverbs_ep *ep, int err);
-	void (*recv)(struct kverbs_ep *ep, const void *buf, u32 len);
+	enum kmsg_verdict (*recv)(struct kverbs_ep *ep, struct kmsg_rx *rx,
+				  enum kmsg_ctx ctx);
+	void (*send_done)(struct kverbs_ep *ep, void *cookie, int status);
 };
 
 /**
@@ -52,13 +85,15 @@ struct kverbs_domain_ops {
  * @priv: returned by kverbs_domain_priv()
  * @name: short name for logs and debugfs (copied)
  * @node_id: this node's id announced to peers, non-zero
- * @depth: receive buffers posted per endpoint, and send slots per endpoint
- *	(KVERBS_CM_MIN_DEPTH..KVERBS_CM_MAX_DEPTH)
- * @max_msg: largest message this side receives, in bytes
+ * @depth: receive buffers posted per endpoint, and send buffers per
+ *	endpoint (KVERBS_CM_MIN_DEPTH..KVERBS_CM_MAX_DEPTH)
+ * @max_msg: largest message payload this side receives, in bytes
  *	(KVERBS_CM_MIN_MSG..KVERBS_CM_MAX_MSG)
  * @max_eps: endpoints the domain's CQ is sized for (at least 1)
  * @rnr_retry: RNR retry count for connections (0..7, 7 = infinite);
  *	tests use 0 so that a flow-control bug fails instead of stalling
+ * @signal_interval: request a send completion every this many work
+ *	requests (1..@depth); 0 picks @depth / 4
  */
 struct kverbs_domain_attr {
 	const struct kverbs_domain_ops *ops;
@@ -69,6 +104,7 @@ struct kverbs_domain_attr {
 	u32 max_msg;
 	u16 max_eps;
 	u8 rnr_retry;
+	u16 signal_interval;
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);
@@ -83,11 +119,12 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 				    const struct sockaddr *dst,
 				    unsigned int timeout_ms);
 void kverbs_ep_close(struct kverbs_ep *ep);
-int kverbs_ep_send(struct kverbs_ep *ep, const void *buf, u32 len);
 
 u32 kverbs_ep_peer_node(const struct kverbs_ep *ep);
 u32 kverbs_ep_max_send(const struct kverbs_ep *ep);
 void kverbs_ep_set_priv(struct kverbs_ep *ep, void *priv);
 void *kverbs_ep_priv(const struct kverbs_ep *ep);
+
+int kverbs_domain_poll(struct kverbs_domain *dom, int budget);
 
 #endif /* _KVERBS_KVERBS_H */

@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kping: the simplest kverbs user, a ping-pong over one RC endpoint.
+ * kping: the simplest kverbs user, a ping-pong over one RC endpoint, and
+ * the driver of the RTT benchmark.
  *
- *   insmod kping.ko                          # server: echo on port 18515
- *   insmod kping.ko server=10.77.0.1 count=1000 size=64 node_id=2
+ *   insmod kping.ko [mode=softirq|wq|poll]          # echo server
+ *   insmod kping.ko server=10.77.0.1 count=1000 size=64 node_id=2 \
+ *          [mode=softirq|wq|poll] [outstanding=1]
  *
- * The client runs its round trips from module init, verifies every echo
- * (sequence, length, checksum, payload pattern; uapi/kverbs/kping.h) and
- * fails the insmod with the first error, so a script needs nothing but the
- * exit code and the log line.  The server echoes until rmmod.
+ * Where the handler runs is the point of @mode:
+ *   softirq: in the CQ's softirq; the client's handler sends the next ping
+ *            itself (the paper's "ISR" case);
+ *   wq:      every message is deferred to process context on the domain's
+ *            workqueue (the paper's "task queue");
+ *   poll:    the client task (and a server kthread) busy-poll the CQ, and
+ *            the handler runs in the polling task.
+ * @outstanding pings are kept in flight; each reply sends the next.
+ *
+ * The client runs from module init, verifies every echo (sequence, length,
+ * checksum, payload pattern; uapi/kverbs/kping.h) in place, and fails the
+ * insmod with the first error, so a script needs nothing but the exit code
+ * and the log line.  The server echoes until rmmod.
  *
  * Uses only the exported API (include/kverbs/).
  */
@@ -16,11 +27,13 @@
 
 #include <linux/completion.h>
 #include <linux/inet.h>
+#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 
+#include <kverbs/kmsg.h>
 #include <kverbs/kverbs.h>
 #include <uapi/kverbs/cm.h>
 #include <uapi/kverbs/kping.h>
@@ -36,7 +49,7 @@ module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "round trips (client)");
 static uint size = 64;
 module_param(size, uint, 0444);
-MODULE_PARM_DESC(size, "message size in bytes, header included (client)");
+MODULE_PARM_DESC(size, "message size in bytes, kping header included (client)");
 static uint node_id = 1;
 module_param(node_id, uint, 0444);
 MODULE_PARM_DESC(node_id, "this node's id, non-zero");
@@ -52,68 +65,40 @@ MODULE_PARM_DESC(timeout_ms, "connect and per-reply timeout");
 static ushort rnr_retry = 7;
 module_param(rnr_retry, ushort, 0444);
 MODULE_PARM_DESC(rnr_retry, "RNR retry count, 7 = infinite");
+static char *mode = "softirq";
+module_param(mode, charp, 0444);
+MODULE_PARM_DESC(mode, "where handlers run: softirq, wq or poll");
+static uint outstanding = 1;
+module_param(outstanding, uint, 0444);
+MODULE_PARM_DESC(outstanding, "pings in flight (client)");
+
+enum kping_mode { KPING_SOFTIRQ, KPING_WQ, KPING_POLL };
+static const char * const kping_modes[] = { "softirq", "wq", "poll" };
+static enum kping_mode kping_mode;
 
 /* Server state: echo counters only; endpoints belong to the domain. */
 static struct kverbs_domain *kping_dom;
 static struct kverbs_listener *kping_listener;
+static struct task_struct *kping_poller;
 static atomic64_t kping_echoed = ATOMIC64_INIT(0);
 static atomic64_t kping_dropped = ATOMIC64_INIT(0);
 
 /*
- * Client state.  One request is outstanding, so the reply buffer has a
- * single writer (the recv callback) and a single reader (the waiter),
- * ordered by the completion.
+ * Client state.  @lock orders claiming a sequence number with posting it,
+ * so pings leave in sequence order whether the task or a handler sends.
+ * @owed: a reply was handled but the ping it should trigger is not sent
+ * yet (no buffer in atomic context); the deferred call sends it.
  */
 struct kping_client {
-	struct completion reply;
-	void *buf;
-	u32 len;
-};
-
-static void kping_server_recv(struct kverbs_ep *ep, const void *buf, u32 len)
-{
-	int ret = kverbs_ep_send(ep, buf, len);
-
-	if (ret) {
-		atomic64_inc(&kping_dropped);
-		pr_warn_ratelimited("echo to node %u failed: %d\n",
-				    kverbs_ep_peer_node(ep), ret);
-		return;
-	}
-	atomic64_inc(&kping_echoed);
-}
-
-static void kping_connected(struct kverbs_ep *ep)
-{
-	pr_info("node %u connected\n", kverbs_ep_peer_node(ep));
-}
-
-static void kping_disconnected(struct kverbs_ep *ep, int err)
-{
-	pr_info("node %u disconnected (%d), %lld echoed, %lld dropped\n",
-		kverbs_ep_peer_node(ep), err, atomic64_read(&kping_echoed),
-		atomic64_read(&kping_dropped));
-}
-
-static const struct kverbs_domain_ops kping_server_ops = {
-	.connected = kping_connected,
-	.disconnected = kping_disconnected,
-	.recv = kping_server_recv,
-};
-
-static void kping_client_recv(struct kverbs_ep *ep, const void *buf, u32 len)
-{
-	struct kping_client *c = kverbs_ep_priv(ep);
-
-	if (!c)
-		return;
-	c->len = min_t(u32, len, size);
-	memcpy(c->buf, buf, c->len);
-	complete(&c->reply);
-}
-
-static const struct kverbs_domain_ops kping_client_ops = {
-	.recv = kping_client_recv,
+	struct kverbs_ep *ep;
+	spinlock_t lock;		/* see above */
+	struct completion progress;	/* completed once per reply */
+	u32 sent;
+	u32 replies;
+	bool owed;
+	int error;
+	u64 *t0;
+	u64 *rtt;
 };
 
 static u8 kping_pattern(u32 seq, u32 i)
@@ -162,6 +147,148 @@ static int kping_msg_check(const struct kping_msg *m, u32 len, u32 seq)
 	return 0;
 }
 
+/* Process context handles everything in wq mode; so does a deferral. */
+static bool kping_defer(enum kmsg_ctx ctx)
+{
+	return kping_mode == KPING_WQ && ctx != KMSG_CTX_PROCESS;
+}
+
+static enum kmsg_verdict kping_server_recv(struct kverbs_ep *ep,
+					   struct kmsg_rx *rx,
+					   enum kmsg_ctx ctx)
+{
+	unsigned int rflags = ctx == KMSG_CTX_PROCESS ? 0 : KMSG_NOWAIT;
+	struct kmsg_buf *b;
+	int ret;
+
+	if (kping_defer(ctx))
+		return KMSG_DEFER;
+	b = kmsg_reserve(ep, kmsg_rx_len(rx), rflags);
+	if (IS_ERR(b)) {
+		if (PTR_ERR(b) == -EAGAIN)
+			return KMSG_DEFER;	/* no buffer: sleep for one */
+		ret = PTR_ERR(b);
+		goto drop;
+	}
+	memcpy(kmsg_buf_data(b), kmsg_rx_data(rx), kmsg_rx_len(rx));
+	ret = kmsg_send(b, kmsg_rx_len(rx), 0, NULL);
+	if (ret)
+		goto drop;
+	atomic64_inc(&kping_echoed);
+	return KMSG_DONE;
+drop:
+	atomic64_inc(&kping_dropped);
+	pr_warn_ratelimited("echo to node %u failed: %d\n",
+			    kverbs_ep_peer_node(ep), ret);
+	return KMSG_DONE;
+}
+
+static void kping_connected(struct kverbs_ep *ep)
+{
+	pr_info("node %u connected\n", kverbs_ep_peer_node(ep));
+}
+
+static void kping_disconnected(struct kverbs_ep *ep, int err)
+{
+	pr_info("node %u disconnected (%d), %lld echoed, %lld dropped\n",
+		kverbs_ep_peer_node(ep), err, atomic64_read(&kping_echoed),
+		atomic64_read(&kping_dropped));
+}
+
+static const struct kverbs_domain_ops kping_server_ops = {
+	.connected = kping_connected,
+	.disconnected = kping_disconnected,
+	.recv = kping_server_recv,
+};
+
+/* Send ping number c->sent, with *@bp if the caller reserved already. */
+static int kping_send_locked(struct kping_client *c, struct kmsg_buf **bp)
+{
+	struct kmsg_buf *b = *bp ?: kmsg_reserve(c->ep, size, KMSG_NOWAIT);
+	int ret;
+
+	if (IS_ERR(b))
+		return PTR_ERR(b);
+	*bp = NULL;
+	kping_msg_fill(kmsg_buf_data(b), c->sent,
+		       size - sizeof(struct kping_msg));
+	c->t0[c->sent] = ktime_get_ns();
+	ret = kmsg_send(b, size, 0, NULL);
+	if (!ret)
+		c->sent++;
+	return ret;
+}
+
+static void kping_client_fail(struct kping_client *c, int err)
+{
+	if (!c->error)
+		c->error = err;
+	complete(&c->progress);
+}
+
+/* Verify reply number c->replies in place. */
+static int kping_reply_locked(struct kping_client *c, struct kmsg_rx *rx)
+{
+	u32 seq = c->replies;
+
+	if (seq >= c->sent || kmsg_rx_len(rx) != size ||
+	    kping_msg_check(kmsg_rx_data(rx), size, seq)) {
+		pr_err("reply %u corrupt or unexpected (len %u, expected %u)\n",
+		       seq, kmsg_rx_len(rx), size);
+		return -EBADMSG;
+	}
+	c->rtt[seq] = ktime_get_ns() - c->t0[seq];
+	c->replies++;
+	complete(&c->progress);
+	return 0;
+}
+
+static enum kmsg_verdict kping_client_recv(struct kverbs_ep *ep,
+					   struct kmsg_rx *rx,
+					   enum kmsg_ctx ctx)
+{
+	struct kping_client *c = kverbs_ep_priv(ep);
+	enum kmsg_verdict v = KMSG_DONE;
+	struct kmsg_buf *b = NULL;
+	int ret = 0;
+
+	if (!c || READ_ONCE(c->error))
+		return KMSG_DONE;
+	if (kping_defer(ctx))
+		return KMSG_DEFER;
+	if (ctx == KMSG_CTX_PROCESS) {
+		b = kmsg_reserve(ep, size, 0);
+		if (IS_ERR(b)) {
+			ret = PTR_ERR(b);
+			b = NULL;
+		}
+	}
+	spin_lock_bh(&c->lock);
+	if (!ret && !c->owed) {
+		ret = kping_reply_locked(c, rx);
+		c->owed = !ret && c->sent < count;
+	}
+	if (!ret && c->owed) {
+		ret = kping_send_locked(c, &b);
+		if (ret == -EAGAIN) {
+			v = KMSG_DEFER;	/* no buffer: sleep for one */
+			ret = 0;
+		} else if (!ret) {
+			c->owed = false;
+		}
+	}
+	if (ret)
+		kping_client_fail(c, ret);
+	spin_unlock_bh(&c->lock);
+	if (b)
+		kmsg_unreserve(b);
+	return v;
+}
+
+static const struct kverbs_domain_ops kping_client_ops = {
+	.recv = kping_client_recv,
+};
+
 static int kping_cmp_u64(const void *a, const void *b)
 {
 	u64 x = *(const u64 *)a, y = *(const u64 *)b;
@@ -193,54 +320,69 @@ static struct kverbs_domain *kping_domain(const struct kverbs_domain_ops *ops,
 	return kverbs_domain_create(&attr);
 }
 
-static int kping_run(struct kverbs_ep *ep, struct kping_client *c,
-		     struct kping_msg *req, u64 *rtt)
+/* Keep @outstanding pings in flight until @count replies came back. */
+static int kping_run(struct kping_client *c)
 {
-	u32 i, payload = size - sizeof(*req);
+	unsigned int poll_us = kping_mode == KPING_POLL ? timeout_ms * 1000 : 0;
+	u32 i, burst = min(outstanding, count);
+	struct kmsg_buf *b;
 	long left;
 	int ret;
 
-	for (i = 0; i < count; i++) {
-		u64 t0;
-
-		kping_msg_fill(req, i, payload);
-		reinit_completion(&c->reply);
-		t0 = ktime_get_ns();
-		ret = kverbs_ep_send(ep, req, size);
-		if (ret) {
-			pr_err("send %u failed: %d\n", i, ret);
+	for (i = 0; i < burst; i++) {
+		b = kmsg_reserve(c->ep, size, 0);
+		if (IS_ERR(b))
+			return PTR_ERR(b);
+		spin_lock_bh(&c->lock);
+		ret = 0;
+		if (c->sent < count && c->sent - c->replies < outstanding)
+			ret = kping_send_locked(c, &b);
+		spin_unlock_bh(&c->lock);
+		if (b)
+			kmsg_unreserve(b);
+		if (ret)
 			return ret;
-		}
-		left = wait_for_completion_killable_timeout(&c->reply,
-							    msecs_to_jiffies(timeout_ms));
+	}
+	for (i = 0; i < count; i++) {
+		left = kmsg_wait_poll(kping_dom, &c->progress, poll_us,
+				      msecs_to_jiffies(timeout_ms));
 		if (left <= 0) {
-			pr_err("no reply to ping %u within %u ms\n", i,
-			       timeout_ms);
+			pr_err("no reply to ping %u within %u ms\n",
+			       READ_ONCE(c->replies), timeout_ms);
 			return left ? -EINTR : -ETIMEDOUT;
 		}
-		rtt[i] = ktime_get_ns() - t0;
-		if (c->len != size || memcmp(c->buf, req, size) ||
-		    kping_msg_check(c->buf, c->len, i)) {
-			pr_err("reply %u corrupt (len %u, expected %u)\n", i,
-			       c->len, size);
-			return -EBADMSG;
-		}
+		if (READ_ONCE(c->error))
+			return c->error;
 	}
 	return 0;
+}
+
+static void kping_report(struct kping_client *c, u64 elapsed)
+{
+	u64 med, p99, rate;
+
+	sort(c->rtt, count, sizeof(*c->rtt), kping_cmp_u64, NULL);
+	med = c->rtt[count / 2];
+	p99 = c->rtt[(count - 1) * 99 / 100];
+	rate = div64_u64((u64)count * NSEC_PER_SEC, max_t(u64, elapsed, 1));
+	pr_info("%u round trips ok, size %u, median %llu us, p99 %llu us\n",
+		count, size, div_u64(med, 1000), div_u64(p99, 1000));
+	pr_info("result mode=%s count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu\n",
+		kping_modes[kping_mode], count, size, outstanding, med, p99,
+		rate);
 }
 
 static int kping_client(void)
 {
 	struct sockaddr_storage dst;
-	struct kping_client c;
-	struct kping_msg *req;
-	struct kverbs_ep *ep;
-	u64 *rtt;
+	struct kping_client c = {};
+	u64 start;
 	int ret;
 
-	if (size < sizeof(*req) || size > max_msg || !count) {
-		pr_err("size must be %zu..%u and count non-zero\n",
-		       sizeof(*req), max_msg);
+	if (size < sizeof(struct kping_msg) || size > max_msg || !count ||
+	    !outstanding || outstanding > depth) {
+		pr_err("size must be %zu..%u, count non-zero, outstanding 1..depth (%u)\n",
+		       sizeof(struct kping_msg), max_msg, depth);
 		return -EINVAL;
 	}
 	ret = kping_parse_addr(server, &dst);
@@ -249,11 +391,11 @@ static int kping_client(void)
 		return ret;
 	}
 
-	init_completion(&c.reply);
-	c.buf = kmalloc(size, GFP_KERNEL);
-	req = kmalloc(size, GFP_KERNEL);
-	rtt = kvmalloc_array(count, sizeof(*rtt), GFP_KERNEL);
-	if (!c.buf || !req || !rtt) {
+	spin_lock_init(&c.lock);
+	init_completion(&c.progress);
+	c.t0 = kvmalloc_array(count, sizeof(*c.t0), GFP_KERNEL);
+	c.rtt = kvmalloc_array(count, sizeof(*c.rtt), GFP_KERNEL);
+	if (!c.t0 || !c.rtt) {
 		ret = -ENOMEM;
 		goto out_free;
 	}
@@ -263,33 +405,41 @@ static int kping_client(void)
 		ret = PTR_ERR(kping_dom);
 		goto out_free;
 	}
-	ep = kverbs_ep_connect(kping_dom, (struct sockaddr *)&dst, timeout_ms);
-	if (IS_ERR(ep)) {
-		ret = PTR_ERR(ep);
+	c.ep = kverbs_ep_connect(kping_dom, (struct sockaddr *)&dst,
+				 timeout_ms);
+	if (IS_ERR(c.ep)) {
+		ret = PTR_ERR(c.ep);
 		pr_err("connect to %s port %u failed: %d\n", server, port, ret);
 		goto out_dom;
 	}
-	kverbs_ep_set_priv(ep, &c);
-	pr_info("connected to node %u at %s port %u\n",
-		kverbs_ep_peer_node(ep), server, port);
+	kverbs_ep_set_priv(c.ep, &c);
+	pr_info("connected to node %u at %s port %u, mode %s\n",
+		kverbs_ep_peer_node(c.ep), server, port,
+		kping_modes[kping_mode]);
 
-	ret = kping_run(ep, &c, req, rtt);
-	kverbs_ep_set_priv(ep, NULL);
-	kverbs_ep_close(ep);
-	if (!ret) {
-		sort(rtt, count, sizeof(*rtt), kping_cmp_u64, NULL);
-		pr_info("%u round trips ok, size %u, median %llu us, p99 %llu us\n",
-			count, size, div_u64(rtt[count / 2], 1000),
-			div_u64(rtt[(count - 1) * 99 / 100], 1000));
-	}
+	start = ktime_get_ns();
+	ret = kping_run(&c);
+	if (!ret)
+		kping_report(&c, ktime_get_ns() - start);
+	kverbs_ep_close(c.ep);
 out_dom:
 	kverbs_domain_destroy(kping_dom);
 	kping_dom = NULL;
 out_free:
-	kvfree(rtt);
-	kfree(req);
-	kfree(c.buf);
+	kvfree(c.rtt);
+	kvfree(c.t0);
 	return ret;
+}
+
+/* Server side of poll mode: handlers run in this thread. */
+static int kping_poll_thread(void *arg)
+{
+	while (!kthread_should_stop()) {
+		if (kverbs_domain_poll(kping_dom, 16) < 0)
+			schedule_timeout_interruptible(HZ / 100);
+		cond_resched();
+	}
+	return 0;
 }
 
 static int kping_server(void)
@@ -311,12 +461,28 @@ static int kping_server(void)
 		kping_dom = NULL;
 		return PTR_ERR(kping_listener);
 	}
-	pr_info("node %u listening on port %u\n", node_id, port);
+	if (kping_mode == KPING_POLL) {
+		kping_poller = kthread_run(kping_poll_thread, NULL, "kping-poll");
+		if (IS_ERR(kping_poller)) {
+			kverbs_domain_destroy(kping_dom);
+			kping_dom = NULL;
+			return PTR_ERR(kping_poller);
+		}
+	}
+	pr_info("node %u listening on port %u, mode %s\n", node_id, port,
+		kping_modes[kping_mode]);
 	return 0;
 }
 
 static int __init kping_init(void)
 {
+	int m = match_string(kping_modes, ARRAY_SIZE(kping_modes), mode);
+
+	if (m < 0) {
+		pr_err("unknown mode '%s': softirq, wq or poll\n", mode);
+		return -EINVAL;
+	}
+	kping_mode = m;
 	return server && *server ? kping_client() : kping_server();
 }
 
@@ -324,6 +490,8 @@ static void __exit kping_exit(void)
 {
 	if (!kping_dom)
 		return;
+	if (kping_poller)
+		kthread_stop(kping_poller);
 	kverbs_domain_destroy(kping_dom);
 	pr_info("server stopped, %lld echoed, %lld dropped\n",
 		atomic64_read(&kping_echoed), atomic64_read(&kping_dropped));

@@ -10,6 +10,7 @@
 #include "rdma.hpp"
 
 #include <kvwire/cm.hpp>
+#include <kvwire/kmsg.hpp>
 #include <kvwire/kping.hpp>
 
 #include <getopt.h>
@@ -38,6 +39,10 @@ using kvping::Error;
 constexpr int exit_ok = 0;
 constexpr int exit_fail = 1;
 constexpr int exit_rejected = 3;
+constexpr int exit_peer_closed = 4;
+
+// Thrown when the peer closed the connection as --bad-msg expects.
+struct PeerClosed {};
 
 struct Options {
     std::string server;
@@ -48,6 +53,7 @@ struct Options {
     std::uint16_t depth = 16;          // receives we post, each max_msg bytes
     std::uint32_t max_msg = 4096;
     std::string bad;                   // empty: announce valid private data
+    std::string bad_msg;               // empty: send valid kmsg headers
     std::chrono::milliseconds timeout = 10000ms;
 };
 
@@ -66,8 +72,12 @@ void usage(std::FILE *out)
         "                      validation: magic|version|flags|reserved|node|depth|msg|short\n"
         "                      (short sends 8 bytes; IB/RoCE CMs zero-pad it, so the\n"
         "                      peer sees node id 0)\n"
+        "  --bad-msg KIND      send one ping with a malformed kmsg header and expect\n"
+        "                      the peer to close the connection:\n"
+        "                      type|flags|reserved|len|credits|seq|short\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
-        "exit status: 0 ok, 3 rejected by the peer, 1 any other failure\n",
+        "exit status: 0 ok, 3 rejected by the peer, 4 the peer closed the connection\n"
+        "after --bad-msg, 1 any other failure\n",
         kvwire::kping_header);
 }
 
@@ -113,7 +123,8 @@ std::vector<std::uint8_t> announcement(const Options &o)
 
 Options parse_args(int argc, char **argv)
 {
-    enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_timeout };
+    enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_bad_msg,
+           o_timeout };
     static const option longopts[] = {
         {"server-addr", required_argument, nullptr, o_addr},
         {"port", required_argument, nullptr, o_port},
@@ -123,6 +134,7 @@ Options parse_args(int argc, char **argv)
         {"depth", required_argument, nullptr, o_depth},
         {"max-msg", required_argument, nullptr, o_max_msg},
         {"bad", required_argument, nullptr, o_bad},
+        {"bad-msg", required_argument, nullptr, o_bad_msg},
         {"timeout-ms", required_argument, nullptr, o_timeout},
         {"help", no_argument, nullptr, 'h'},
         {nullptr, 0, nullptr, 0},
@@ -141,6 +153,7 @@ Options parse_args(int argc, char **argv)
         case o_depth: o.depth = parse_num<std::uint16_t>("--depth", arg, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MAX_DEPTH); break;
         case o_max_msg: o.max_msg = parse_num<std::uint32_t>("--max-msg", arg, KVERBS_CM_MIN_MSG, KVERBS_CM_MAX_MSG); break;
         case o_bad: o.bad = arg; break;
+        case o_bad_msg: o.bad_msg = arg; break;
         case o_timeout: o.timeout = std::chrono::milliseconds(parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
         default: usage(stderr); std::exit(exit_fail);
@@ -151,6 +164,10 @@ Options parse_args(int argc, char **argv)
     if (o.server.empty())
         throw Error("--server-addr is required (see --help)");
     static_cast<void>(announcement(o));  // rejects an unknown --bad kind now
+    static constexpr std::string_view bad_msgs[] = {"", "type", "flags", "reserved", "len",
+                                                    "credits", "seq", "short"};
+    if (std::ranges::find(bad_msgs, o.bad_msg) == std::end(bad_msgs))
+        throw Error("--bad-msg: unknown kind '" + o.bad_msg + "' (see --help)");
     if (o.size > o.max_msg)
         throw Error("--size " + std::to_string(o.size) + " exceeds our --max-msg " +
                     std::to_string(o.max_msg) + ", so the echo would not fit");
@@ -208,6 +225,12 @@ private:
     void setup_verbs();
     void post_recv(std::size_t slot);
     void ping_pong();
+    void send_ping(std::uint32_t seq);
+    void expect_close();
+    [[nodiscard]] std::size_t slot_size() const noexcept
+    {
+        return kvwire::kmsg_header + opt_.max_msg;
+    }
 
     Options opt_;
     // Buffers outlive the MRs that register them.
@@ -223,6 +246,10 @@ private:
     kvping::Qp qp_;
     kvping::Connection conn_;
     std::uint32_t peer_max_msg_ = 0;
+    // kmsg state: credits toward the peer and both sequence numbers.
+    kvwire::KmsgCredits credits_{0};
+    std::uint32_t tx_seq_ = 0;
+    std::uint32_t rx_seq_ = 0;
 };
 
 bool Client::connect()
@@ -280,6 +307,7 @@ bool Client::connect()
     if (!opt_.bad.empty())
         throw Error("peer accepted malformed private data (--bad " + opt_.bad + ")");
     peer_max_msg_ = peer.value.max_msg;
+    credits_ = kvwire::KmsgCredits(peer.value.depth);
     return true;
 }
 
@@ -310,8 +338,8 @@ void Client::setup_verbs()
     attr.sq_sig_all = 1;
     qp_ = kvping::Qp(id_.get(), pd_.get(), attr);
 
-    send_buf_.resize(opt_.size);
-    recv_buf_.resize(std::size_t{opt_.depth} * opt_.max_msg);
+    send_buf_.resize(kvwire::kmsg_header + opt_.size);
+    recv_buf_.resize(std::size_t{opt_.depth} * slot_size());
     // int, not the enum: the ibv_reg_mr macro masks it with another enum type.
     constexpr int local_write = IBV_ACCESS_LOCAL_WRITE;
     send_mr_.reset(ibv_reg_mr(pd_.get(), send_buf_.data(), send_buf_.size(), 0));
@@ -326,8 +354,8 @@ void Client::setup_verbs()
 void Client::post_recv(std::size_t slot)
 {
     ibv_sge sge{};
-    sge.addr = reinterpret_cast<std::uintptr_t>(recv_buf_.data() + slot * opt_.max_msg);
-    sge.length = opt_.max_msg;
+    sge.addr = reinterpret_cast<std::uintptr_t>(recv_buf_.data() + slot * slot_size());
+    sge.length = static_cast<std::uint32_t>(slot_size());
     sge.lkey = recv_mr_->lkey;
     ibv_recv_wr wr{};
     wr.wr_id = slot;
@@ -336,6 +364,72 @@ void Client::post_recv(std::size_t slot)
     ibv_recv_wr *bad = nullptr;
     if (const int err = ibv_post_recv(qp_.get(), &wr, &bad); err != 0)
         kvping::throw_err("ibv_post_recv", err);
+}
+
+// Posts ping seq behind a kmsg header, broken as --bad-msg says.
+void Client::send_ping(std::uint32_t seq)
+{
+    std::uint16_t grant = 0;
+    if (!credits_.take(grant))
+        throw Error("ping " + std::to_string(seq) + ": no send credit left (peer granted none)");
+    const std::span<std::uint8_t> buf(send_buf_);
+    kvwire::kping_build(buf.subspan(kvwire::kmsg_header), seq);
+    kvwire::KmsgHeader h{.type = KMSG_TYPE_DATA, .credits = grant, .seq = tx_seq_++,
+                         .len = opt_.size};
+    std::uint32_t wire_len = kvwire::kmsg_header + opt_.size;
+    const auto &bad = opt_.bad_msg;
+    if (bad == "type")
+        h.type = 9;
+    else if (bad == "flags")
+        h.flags = 1;
+    else if (bad == "reserved")
+        h.reserved = 1;
+    else if (bad == "len")
+        h.len = opt_.size + 1;
+    else if (bad == "credits")
+        h.credits = 60000;
+    else if (bad == "seq")
+        h.seq += 5;
+    else if (bad == "short")
+        wire_len = 8;
+    kvwire::kmsg_put(buf, h);
+
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
+    sge.length = wire_len;
+    sge.lkey = send_mr_->lkey;
+    ibv_send_wr wr{};
+    wr.wr_id = send_wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    ibv_send_wr *bad_wr = nullptr;
+    if (const int err = ibv_post_send(qp_.get(), &wr, &bad_wr); err != 0)
+        kvping::throw_err("ibv_post_send", err);
+}
+
+// After a malformed message the peer must drop it and disconnect; an echo
+// means it accepted the message.
+void Client::expect_close()
+{
+    const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+    for (;;) {
+        ibv_wc wc{};
+        while (ibv_poll_cq(cq_.get(), 1, &wc) > 0)
+            if (wc.wr_id != send_wr_id && wc.status == IBV_WC_SUCCESS)
+                throw Error("peer answered a message with a malformed header (--bad-msg " +
+                            opt_.bad_msg + ")");
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            throw Error("peer neither answered nor closed the connection");
+        const auto ev = kvping::poll_cm_event(*ch_, std::min(left, 500ms));
+        if (ev && ev->event == RDMA_CM_EVENT_DISCONNECTED) {
+            std::printf("kvping: peer closed the connection after a malformed message (%s)\n",
+                        opt_.bad_msg.c_str());
+            return;
+        }
+    }
 }
 
 void Client::ping_pong()
@@ -347,26 +441,21 @@ void Client::ping_pong()
     std::vector<clock::duration> rtt;
     rtt.reserve(opt_.count);
 
+    if (!opt_.bad_msg.empty()) {
+        send_ping(0);
+        expect_close();
+        throw PeerClosed{};
+    }
+
     for (std::uint32_t seq = 0; seq < opt_.count; ++seq) {
-        kvwire::kping_build(send_buf_, seq);
-        ibv_sge sge{};
-        sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
-        sge.length = opt_.size;
-        sge.lkey = send_mr_->lkey;
-        ibv_send_wr wr{};
-        wr.wr_id = send_wr_id;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        wr.opcode = IBV_WR_SEND;
-        ibv_send_wr *bad = nullptr;
         const auto t0 = clock::now();
-        if (const int err = ibv_post_send(qp_.get(), &wr, &bad); err != 0)
-            kvping::throw_err("ibv_post_send", err);
+        send_ping(seq);
 
         // The send buffer is reused only after its completion, and exactly
-        // one echo must arrive per ping.
+        // one echo must arrive per ping; credit-only messages may come too.
         bool sent = false;
-        std::optional<ibv_wc> echo;
+        std::optional<std::span<const std::uint8_t>> echo;
+        std::uint64_t echo_slot = 0;
         while (!sent || !echo) {
             ibv_wc wc{};
             int n = 0;
@@ -377,11 +466,24 @@ void Client::ping_pong()
                                 " failed: " + ibv_wc_status_str(wc.status));
                 if (wc.wr_id == send_wr_id) {
                     sent = true;
+                    continue;
+                }
+                const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(),
+                                                      wc.byte_len);
+                const auto p = kvwire::kmsg_parse(m, rx_seq_++, opt_.max_msg);
+                if (!p.ok())
+                    throw Error("message from the peer refused: " + p.error);
+                if (!credits_.receive(p.hdr.credits))
+                    throw Error("peer granted more credits than its depth");
+                if (p.hdr.type == KMSG_TYPE_CREDIT) {
+                    post_recv(wc.wr_id);
+                    credits_.reposted();
                 } else if (echo) {
                     throw Error("ping " + std::to_string(seq) + ": more than one reply");
                 } else {
                     rtt.push_back(clock::now() - t0);
-                    echo = wc;
+                    echo = m.subspan(kvwire::kmsg_header);
+                    echo_slot = wc.wr_id;
                 }
             }
             if (n < 0)
@@ -390,14 +492,13 @@ void Client::ping_pong()
                 kvping::wait_cq(*cc_, *cq_, opt_.timeout);
         }
 
-        const std::span<const std::uint8_t> reply(recv_buf_.data() + echo->wr_id * opt_.max_msg,
-                                                  echo->byte_len);
-        if (reply.size() != opt_.size)
-            throw Error("reply " + std::to_string(seq) + " is " + std::to_string(reply.size()) +
+        if (echo->size() != opt_.size)
+            throw Error("reply " + std::to_string(seq) + " is " + std::to_string(echo->size()) +
                         " bytes, sent " + std::to_string(opt_.size));
-        if (const auto check = kvwire::kping_verify(reply, seq); !check)
+        if (const auto check = kvwire::kping_verify(*echo, seq); !check)
             throw Error("reply " + std::to_string(seq) + " corrupt: " + check.message);
-        post_recv(echo->wr_id);
+        post_recv(echo_slot);
+        credits_.reposted();
     }
 
     std::ranges::sort(rtt);
@@ -414,6 +515,9 @@ int main(int argc, char **argv)
         const int status = client.run();
         std::fflush(stdout);
         return status;
+    } catch (const PeerClosed &) {
+        std::fflush(stdout);
+        return exit_peer_closed;
     } catch (const std::exception &e) {
         std::fflush(stdout);
         std::fprintf(stderr, "kvping: %s\n", e.what());

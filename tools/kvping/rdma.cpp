@@ -91,6 +91,16 @@ CmEvent next_cm_event(rdma_event_channel &ch, std::chrono::milliseconds timeout,
     return CmEvent(ev);
 }
 
+CmEvent poll_cm_event(rdma_event_channel &ch, std::chrono::milliseconds timeout)
+{
+    if (!wait_readable(ch.fd, timeout))
+        return CmEvent(nullptr);
+    rdma_cm_event *ev = nullptr;
+    if (rdma_get_cm_event(&ch, &ev) != 0)
+        throw_errno("rdma_get_cm_event");
+    return CmEvent(ev);
+}
+
 void wait_cq(ibv_comp_channel &cc, ibv_cq &cq, std::chrono::milliseconds timeout)
 {
     if (!wait_readable(cc.fd, timeout))

@@ -82,6 +82,8 @@ private:
 // Next CM event, or Error naming `waiting_for` after `timeout`.
 [[nodiscard]] CmEvent next_cm_event(rdma_event_channel &ch, std::chrono::milliseconds timeout,
                                     const std::string &waiting_for);
+// The next CM event, or an empty CmEvent if none comes within timeout.
+CmEvent poll_cm_event(rdma_event_channel &ch, std::chrono::milliseconds timeout);
 
 // Blocks until `cq` signals on `cc`, acks the event and re-arms the CQ, so
 // the CQ is armed before every poll that may come up empty.  Error on timeout.

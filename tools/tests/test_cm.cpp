@@ -34,7 +34,7 @@ TEST(Priv, WireLayoutIsBigEndian)
 {
     const auto b = kvwire::encode(kvwire::make_priv(0x01020304, 0x0506, 0x0708090a));
     const std::vector<std::uint8_t> want{0x4b, 0x56, 0x52, 0x4d,  // "KVRM"
-                                         0x00, 0x01, 0x00, 0x00,  // version, flags
+                                         0x00, 0x02, 0x00, 0x00,  // version 2, flags
                                          0x01, 0x02, 0x03, 0x04,  // node_id
                                          0x05, 0x06, 0x00, 0x00,  // depth, reserved
                                          0x07, 0x08, 0x09, 0x0a}; // max_msg
@@ -167,7 +167,7 @@ TEST(Rej, ForeignOrShortIsNotKverbs)
     foreign[0] ^= 1;
     EXPECT_FALSE(kvwire::decode_rej(foreign));
     foreign = b;
-    foreign[5] = 2;  // version
+    foreign[5] = KVERBS_CM_VERSION + 1;  // version
     EXPECT_FALSE(kvwire::decode_rej(foreign));
     // IB CM REJ private data is zero padded to 148 bytes.
     std::vector<std::uint8_t> padded(148, 0);

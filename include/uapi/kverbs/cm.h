@@ -17,11 +17,11 @@
 #include <linux/types.h>
 
 #define KVERBS_CM_MAGIC		0x4b56524dU	/* "KVRM" */
-#define KVERBS_CM_VERSION	1
+#define KVERBS_CM_VERSION	2
 #define KVERBS_CM_PRIV_MAX	56
 
 /* Bounds a peer's announced parameters must fall in. */
-#define KVERBS_CM_MIN_DEPTH	1
+#define KVERBS_CM_MIN_DEPTH	2
 #define KVERBS_CM_MAX_DEPTH	4096
 #define KVERBS_CM_MIN_MSG	64
 #define KVERBS_CM_MAX_MSG	(1U << 20)
@@ -30,7 +30,7 @@
  * struct kverbs_cm_priv - parameters announced by each side of a connection
  * @magic: KVERBS_CM_MAGIC
  * @version: KVERBS_CM_VERSION; a receiver refuses any other
- * @flags: must be zero in version 1
+ * @flags: none defined; must be zero
  * @node_id: sender's node id, never 0 (0 means "unset")
  * @depth: receive buffers the sender posts for this connection
  * @reserved: must be zero

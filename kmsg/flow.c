@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The pure logic of kmsg: credit accounting, send-queue bookkeeping with
+ * selective signaling, and deferral order.  No locking and no device here:
+ * callers hold the endpoint's lock, and KUnit drives these directly.
+ */
+#include <linux/kernel.h>
+#include <linux/limits.h>
+
+#include "../kverbs/kverbs-pri.h"
+
+/**
+ * kmsg_credit_init - credits of a new connection
+ * @c: credit state
+ * @peer_depth: receives the peer announced, hence our first credits
+ * @our_depth: our receive ring
+ *
+ * A credit-only message is worth sending once half our ring waits to be
+ * announced; the peer stalls at its last credit only after using
+ * @our_depth - 1, so with @our_depth >= 2 it always gets the grant.
+ *
+ * Context: any.
+ */
+void kmsg_credit_init(struct kmsg_credit *c, u32 peer_depth, u32 our_depth)
+{
+	c->avail = peer_depth;
+	c->limit = peer_depth;
+	c->ungranted = 0;
+	c->threshold = max(1U, our_depth / 2);
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_init);
+
+/**
+ * kmsg_credit_take - spend one credit on a message about to be posted
+ * @c: credit state
+ * @grant: set to the credits the message returns to the peer
+ *
+ * The last credit goes only to a message that also returns credits, so
+ * the peer, whatever it holds, learns of receive buffers it may use.
+ *
+ * Context: any.
+ * Return: true if the message may be posted now.
+ */
+bool kmsg_credit_take(struct kmsg_credit *c, u16 *grant)
+{
+	if (!c->avail || (c->avail == 1 && !c->ungranted))
+		return false;
+	c->avail--;
+	*grant = min_t(u32, c->ungranted, U16_MAX);
+	c->ungranted -= *grant;
+	return true;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_take);
+
+/**
+ * kmsg_credit_receive - apply the credits a received message returns
+ * @c: credit state
+ * @grant: the header's credits field
+ *
+ * Context: any.
+ * Return: 0, or -EPROTO if the peer returned more receives than it has.
+ */
+int kmsg_credit_receive(struct kmsg_credit *c, u32 grant)
+{
+	if (grant > c->limit - c->avail)
+		return -EPROTO;
+	c->avail += grant;
+	return 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_receive);
+
+/**
+ * kmsg_credit_reposted - one of our receive buffers is posted again
+ * @c: credit state
+ *
+ * Context: any.
+ */
+void kmsg_credit_reposted(struct kmsg_credit *c)
+{
+	c->ungranted++;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_reposted);
+
+/**
+ * kmsg_credit_want_ctrl - should a credit-only message go out
+ * @c: credit state
+ *
+ * Context: any.
+ * Return: true when enough grants wait and a credit allows sending them.
+ */
+bool kmsg_credit_want_ctrl(const struct kmsg_credit *c)
+{
+	return c->ungranted >= c->threshold && c->avail;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_want_ctrl);
+
+/**
+ * kmsg_sq_init - empty send queue
+ * @sq: bookkeeping
+ * @size: entries, one per send buffer
+ * @interval: signal at least every this many WRs (1..@size)
+ *
+ * Context: any.
+ */
+void kmsg_sq_init(struct kmsg_sq *sq, u32 size, u32 interval)
+{
+	sq->size = size;
+	sq->head = 0;
+	sq->tail = 0;
+	sq->interval = clamp(interval, 1U, size);
+	sq->unsignaled = 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_sq_init);
+
+/**
+ * kmsg_sq_used - posted WRs not yet reclaimed
+ * @sq: bookkeeping
+ *
+ * Context: any.
+ * Return: entries in use.
+ */
+u32 kmsg_sq_used(const struct kmsg_sq *sq)
+{
+	return sq->head - sq->tail;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_sq_used);
+
+/**
+ * kmsg_sq_post - account for one WR about to be posted
+ * @sq: bookkeeping; must not be full
+ * @want_signal: the caller needs this WR's completion
+ * @last_buffer: the WR holds the last free buffer of its pool
+ * @pos: set to the WR's position
+ *
+ * Context: any.
+ * Return: true if the WR must be posted signaled.
+ */
+bool kmsg_sq_post(struct kmsg_sq *sq, bool want_signal, bool last_buffer,
+		  u32 *pos)
+{
+	bool sig;
+
+	*pos = sq->head++;
+	sig = want_signal || last_buffer || kmsg_sq_used(sq) == sq->size ||
+	      ++sq->unsignaled >= sq->interval;
+	if (sig)
+		sq->unsignaled = 0;
+	return sig;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_sq_post);
+
+/**
+ * kmsg_sq_unpost - undo the last kmsg_sq_post() after a failed post
+ * @sq: bookkeeping
+ * @unsignaled: @sq->unsignaled before that call
+ *
+ * Context: any, under the same lock as the kmsg_sq_post().
+ */
+void kmsg_sq_unpost(struct kmsg_sq *sq, u32 unsignaled)
+{
+	sq->head--;
+	sq->unsignaled = unsignaled;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_sq_unpost);
+
+/**
+ * kmsg_sq_reclaim - the WR at @pos completed or was flushed
+ * @sq: bookkeeping
+ * @pos: its position
+ *
+ * Context: any.
+ * Return: how many entries, from the old tail on, are now reclaimed; 0 if
+ * @pos was reclaimed already or was never posted.
+ */
+u32 kmsg_sq_reclaim(struct kmsg_sq *sq, u32 pos)
+{
+	u32 n = pos - sq->tail + 1;
+
+	if (n > kmsg_sq_used(sq))
+		return 0;
+	sq->tail += n;
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_sq_reclaim);
+
+/**
+ * kmsg_backlog_init - empty backlog
+ * @b: backlog
+ *
+ * Context: any.
+ */
+void kmsg_backlog_init(struct kmsg_backlog *b)
+{
+	INIT_LIST_HEAD(&b->q);
+	b->busy = false;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_backlog_init);
+
+/**
+ * kmsg_backlog_must_queue - may a new message be dispatched in place
+ * @b: backlog
+ *
+ * Context: any.
+ * Return: true if earlier messages wait or are being handled in process
+ * context, so the new one must queue behind them.
+ */
+bool kmsg_backlog_must_queue(const struct kmsg_backlog *b)
+{
+	return b->busy || !list_empty(&b->q);
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_backlog_must_queue);
+
+/**
+ * kmsg_backlog_add - queue a new message behind the others
+ * @b: backlog
+ * @rx: message
+ *
+ * Context: any.
+ */
+void kmsg_backlog_add(struct kmsg_backlog *b, struct kmsg_rx *rx)
+{
+	list_add_tail(&rx->node, &b->q);
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_backlog_add);
+
+/**
+ * kmsg_backlog_push_front - queue a message whose handler deferred it
+ * @b: backlog
+ * @rx: message; older than any queued one
+ *
+ * Context: any.
+ */
+void kmsg_backlog_push_front(struct kmsg_backlog *b, struct kmsg_rx *rx)
+{
+	list_add(&rx->node, &b->q);
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_backlog_push_front);
+
+/**
+ * kmsg_backlog_next - the next message for process context
+ * @b: backlog
+ *
+ * Marks the backlog busy while it hands out messages and idle once it
+ * returns NULL, so arrivals in between queue instead of overtaking.
+ *
+ * Context: any.
+ * Return: the oldest queued message, or NULL.
+ */
+struct kmsg_rx *kmsg_backlog_next(struct kmsg_backlog *b)
+{
+	struct kmsg_rx *rx;
+
+	rx = list_first_entry_or_null(&b->q, struct kmsg_rx, node);
+	if (rx)
+		list_del_init(&rx->node);
+	b->busy = rx;
+	return rx;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_backlog_next);

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kmsg internals: the per-endpoint message state and the pure pieces of
+ * logic (credits, send-queue bookkeeping, wire headers, deferral order)
+ * that KUnit drives without a device.  Included by kverbs-pri.h.
+ */
+#ifndef _KMSG_PRI_H
+#define _KMSG_PRI_H
+
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/types.h>
+#include <linux/wait.h>
+#include <rdma/ib_verbs.h>
+
+#include <kverbs/kmsg.h>
+#include <uapi/kverbs/kmsg.h>
+
+struct kverbs_ep;
+struct kverbs_domain;
+
+/*
+ * Credits (see uapi/kverbs/kmsg.h for the protocol).
+ *
+ * Invariants: @avail <= @limit, the peer's announced receive depth; a
+ * message is posted only by kmsg_credit_take(), which never lets @avail
+ * reach 0 unless that last message carries a grant (@ungranted > 0).
+ * @ungranted counts our receives re-posted since our last message; all of
+ * it goes out with the next message.  Locking: the endpoint's lock.
+ */
+struct kmsg_credit {
+	u32 avail;
+	u32 limit;
+	u32 ungranted;
+	u32 threshold;	/* send a credit-only message at this many ungranted */
+};
+
+void kmsg_credit_init(struct kmsg_credit *c, u32 peer_depth, u32 our_depth);
+bool kmsg_credit_take(struct kmsg_credit *c, u16 *grant);
+int kmsg_credit_receive(struct kmsg_credit *c, u32 grant);
+void kmsg_credit_reposted(struct kmsg_credit *c);
+bool kmsg_credit_want_ctrl(const struct kmsg_credit *c);
+
+/*
+ * Send-queue bookkeeping.  Positions are free-running u32 counters; entry
+ * p lives in slot p % @size.  RC send queues complete in order, so the
+ * completion of the WR at position p (signaled, or flushed) means every WR
+ * up to p is done: kmsg_sq_reclaim() moves @tail past p.
+ *
+ * Signal rule: a WR is signaled when the caller asks, when @interval WRs
+ * went unsignaled, or when it takes the last free buffer.  The last rule
+ * is what makes reclaim certain: whenever every buffer is posted, the
+ * newest of them is signaled, so its completion frees them all.
+ */
+struct kmsg_sq {
+	u32 size;
+	u32 head;		/* next position to post */
+	u32 tail;		/* oldest position not reclaimed */
+	u32 interval;
+	u32 unsignaled;		/* posted since the last signaled WR */
+};
+
+void kmsg_sq_init(struct kmsg_sq *sq, u32 size, u32 interval);
+u32 kmsg_sq_used(const struct kmsg_sq *sq);
+bool kmsg_sq_post(struct kmsg_sq *sq, bool want_signal, bool last_buffer,
+		  u32 *pos);
+void kmsg_sq_unpost(struct kmsg_sq *sq, u32 unsignaled);
+u32 kmsg_sq_reclaim(struct kmsg_sq *sq, u32 pos);
+
+/* Wire header validation verdicts; 0 is a good header. */
+enum kmsg_wire_err {
+	KMSG_WIRE_OK,
+	KMSG_WIRE_SHORT,
+	KMSG_WIRE_TYPE,
+	KMSG_WIRE_FLAGS,
+	KMSG_WIRE_LEN,
+	KMSG_WIRE_CREDIT,
+	KMSG_WIRE_SEQ,
+	KMSG_WIRE_MAX,
+};
+
+void kmsg_hdr_fill(struct kmsg_hdr *h, u8 type, u16 credits, u32 seq,
+		   u32 len);
+enum kmsg_wire_err kmsg_hdr_check(const void *buf, u32 byte_len, u32 seq,
+				  u32 max_len, u32 *len, u16 *credits,
+				  u8 *type);
+const char *kmsg_wire_err_str(enum kmsg_wire_err e);
+
+/*
+ * A received buffer; one per receive-ring slot.
+ * @node: on the endpoint's backlog while waiting for process context
+ */
+struct kmsg_rx {
+	struct ib_cqe cqe;
+	struct kverbs_ep *ep;
+	void *data;
+	u64 dma;
+	u32 len;
+	u32 seq;
+	bool kept;
+	struct list_head node;
+};
+
+/*
+ * Deferral order.  Once a message of an endpoint is deferred, every later
+ * one queues behind it until process context has dispatched them all, so
+ * the handler sees each endpoint's messages in order and never two of
+ * them at once.  @busy: process context owns dispatch for the endpoint.
+ * Locking: the endpoint's lock.
+ */
+struct kmsg_backlog {
+	struct list_head q;
+	bool busy;
+};
+
+void kmsg_backlog_init(struct kmsg_backlog *b);
+bool kmsg_backlog_must_queue(const struct kmsg_backlog *b);
+void kmsg_backlog_add(struct kmsg_backlog *b, struct kmsg_rx *rx);
+void kmsg_backlog_push_front(struct kmsg_backlog *b, struct kmsg_rx *rx);
+struct kmsg_rx *kmsg_backlog_next(struct kmsg_backlog *b);
+
+enum kmsg_buf_state {
+	KMSG_BUF_FREE,
+	KMSG_BUF_RESERVED,	/* the caller's, between reserve and send */
+	KMSG_BUF_PENDING,	/* waiting for a credit, on @pending */
+	KMSG_BUF_POSTED,	/* in the send queue until reclaimed */
+};
+
+/* A registered send buffer; the message header precedes kmsg_buf_data(). */
+struct kmsg_buf {
+	struct ib_cqe cqe;
+	struct kverbs_ep *ep;
+	void *data;
+	u64 dma;
+	u32 len;		/* payload bytes */
+	u32 pos;		/* send-queue position once posted */
+	unsigned int flags;
+	void *cookie;
+	enum kmsg_buf_state state;
+	bool ctrl;		/* the endpoint's credit-message buffer */
+	struct list_head node;	/* free list or pending list */
+};
+
+struct kmsg_stats {
+	atomic64_t sent;
+	atomic64_t received;
+	atomic64_t signaled;
+	atomic64_t reclaimed;
+	atomic64_t credit_msgs;
+	atomic64_t credits_granted;
+	atomic64_t credits_received;
+	atomic64_t stalls;
+	atomic64_t deferrals;
+	atomic64_t polled;
+	atomic64_t proto_errors;
+	atomic64_t dropped;
+};
+
+/*
+ * Message state of one endpoint.
+ *
+ * Sizing: @ntx = depth data buffers + 1 credit-message buffer, and the
+ * send queue has exactly @ntx entries (plus the drain WR), because every
+ * posted WR owns a buffer until reclaimed: the send queue cannot overflow.
+ * The receive ring has depth buffers; the peer's credits bound what it
+ * sends to what is posted, so with rnr_retry 0 a credit bug is an error,
+ * not a stall.
+ *
+ * Locking: kverbs_ep.lock protects the send side (@tx_free, @pending,
+ * @sq, @credit, @tx_seq, buffer states), the backlog and @kept.  @rx_seq
+ * is touched only by receive completions, which the CQ serialises.
+ *
+ * Lifetime: buffers are DMA-unmapped at teardown and freed with the
+ * endpoint, so a buffer a caller still holds (reserved, or a kept
+ * receive) stays valid memory; each holds an endpoint reference.
+ */
+struct kmsg_ep {
+	struct kmsg_rx *rx;
+	struct kmsg_buf *tx;
+	u16 nrx;
+	u16 ntx;
+	u32 buf_size;			/* header + largest payload we accept */
+	u32 peer_max;			/* largest payload the peer accepts */
+	bool mapped;
+
+	struct list_head tx_free;
+	u32 tx_nfree;
+	struct list_head pending;
+	struct kmsg_buf **sq_ring;
+	struct kmsg_sq sq;
+	struct kmsg_credit credit;
+	u32 tx_seq;
+	u32 rx_seq;
+	wait_queue_head_t tx_wait;
+
+	struct kmsg_backlog backlog;
+	struct list_head defer_node;	/* on the domain's defer list */
+	u32 kept;
+	u32 max_kept;
+
+	struct kmsg_stats stats;
+};
+
+/* send.c / recv.c: endpoint life cycle, called by ep.c */
+int kmsg_ep_setup(struct kverbs_ep *ep);
+int kmsg_ep_post_ring(struct kverbs_ep *ep);
+void kmsg_ep_connected(struct kverbs_ep *ep);
+void kmsg_ep_stop(struct kverbs_ep *ep);
+void kmsg_ep_unmap(struct kverbs_ep *ep);
+void kmsg_ep_free(struct kverbs_ep *ep);
+size_t kmsg_ep_mem(const struct kverbs_ep *ep);
+void kmsg_ep_init(struct kverbs_ep *ep);
+void kmsg_defer_work(struct work_struct *work);
+int kmsg_post_recv(struct kverbs_ep *ep, struct kmsg_rx *rx);
+int kmsg_flush_locked(struct kverbs_ep *ep);
+void kmsg_fail_pending(struct kverbs_ep *ep);
+void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc);
+void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
+void kmsg_schedule_defer(struct kverbs_ep *ep);
+
+/* Serialisation of CQ callbacks against kverbs_domain_poll() */
+bool kmsg_cq_enter(struct kverbs_domain *dom);
+void kmsg_cq_exit(struct kverbs_domain *dom, bool locked);
+
+#endif /* _KMSG_PRI_H */

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kmsg receive path: validation, credits, dispatch to the domain's
+ * handler, deferral to process context, keep/release and re-posting.
+ *
+ * A receive buffer is lent to the handler for the duration of its call
+ * and re-posted when it returns: that re-post is what the next credit
+ * grant counts, so a grant is never announced for a buffer the adapter
+ * cannot use yet, and never lost: the count is taken under ep->lock by the
+ * same code that posts.
+ */
+#include "../kverbs/kverbs-pri.h"
+#include "kmsg_trace.h"
+
+/**
+ * kmsg_post_recv - post one receive buffer
+ * @ep: endpoint
+ * @rx: buffer
+ *
+ * Context: any.
+ * Return: 0 or the provider's error.
+ */
+int kmsg_post_recv(struct kverbs_ep *ep, struct kmsg_rx *rx)
+{
+	struct ib_sge sge = {
+		.addr = rx->dma,
+		.length = ep->msg.buf_size,
+		.lkey = ep->dom->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &rx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(ep->qp, &wr, NULL);
+}
+
+/*
+ * Give a buffer back to the adapter and count it for the next grant.
+ * Under ep->lock and only while connected: teardown marks CLOSING under
+ * it before the drain marker, so nothing is posted behind the marker.
+ */
+static void kmsg_repost(struct kverbs_ep *ep, struct kmsg_rx *rx)
+{
+	struct kverbs_domain *dom = ep->dom;
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (ep->state == KVERBS_EP_CONNECTED) {
+		ib_dma_sync_single_for_device(dom->pd->device, rx->dma,
+					      ep->msg.buf_size,
+					      DMA_FROM_DEVICE);
+		ret = kmsg_post_recv(ep, rx);
+		if (!ret) {
+			kmsg_credit_reposted(&ep->msg.credit);
+			ret = kmsg_flush_locked(ep);
+		}
+	}
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (ret) {
+		pr_err_ratelimited("%s: receive repost failed: %d\n", dom->name,
+				   ret);
+		kverbs_ep_schedule_teardown(ep, ret);
+	}
+}
+
+static void kmsg_proto_error(struct kverbs_ep *ep, const char *why, u32 seq)
+{
+	atomic64_inc(&ep->msg.stats.proto_errors);
+	trace_kmsg_error(ep, why);
+	pr_warn_ratelimited("%s: dropping message %u from node %u: %s; closing the connection\n",
+			    ep->dom->name, seq, ep->peer_node, why);
+	kverbs_ep_schedule_teardown(ep, -EPROTO);
+}
+
+/**
+ * kmsg_schedule_defer - have process context dispatch @ep's backlog
+ * @ep: endpoint with a non-empty backlog
+ *
+ * The domain's defer list holds a reference to @ep.
+ *
+ * Context: any.
+ */
+void kmsg_schedule_defer(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+	unsigned long flags;
+
+	spin_lock_irqsave(&dom->defer_lock, flags);
+	if (list_empty(&ep->msg.defer_node)) {
+		kref_get(&ep->ref);
+		list_add_tail(&ep->msg.defer_node, &dom->defer_list);
+	}
+	spin_unlock_irqrestore(&dom->defer_lock, flags);
+	queue_work(dom->wq, &dom->defer_work);
+}
+
+static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
+			  enum kmsg_ctx ctx)
+{
+	struct kmsg_ep *m = &ep->msg;
+	enum kmsg_verdict v;
+	unsigned long flags;
+	bool queue;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	/* Before ->connected, or behind deferred ones: process context. */
+	queue = ep->state != KVERBS_EP_CONNECTED ||
+		kmsg_backlog_must_queue(&m->backlog);
+	if (queue)
+		kmsg_backlog_add(&m->backlog, rx);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (queue) {
+		trace_kmsg_defer(ep, rx->seq, true);
+		if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+			kmsg_schedule_defer(ep);
+		return;
+	}
+
+	v = ep->dom->ops->recv(ep, rx, ctx);
+	if (v == KMSG_DEFER && !rx->kept) {
+		spin_lock_irqsave(&ep->lock, flags);
+		kmsg_backlog_push_front(&m->backlog, rx);
+		spin_unlock_irqrestore(&ep->lock, flags);
+		atomic64_inc(&m->stats.deferrals);
+		trace_kmsg_defer(ep, rx->seq, false);
+		kmsg_schedule_defer(ep);
+		return;
+	}
+	if (!rx->kept)
+		kmsg_repost(ep, rx);
+}
+
+/**
+ * kmsg_recv_done - completion of a receive
+ * @cq: the domain's CQ
+ * @wc: work completion
+ *
+ * Context: softirq, or a task in kverbs_domain_poll(); serialised per
+ * domain by the CQ and kmsg_cq_enter().
+ */
+void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kmsg_rx *rx = container_of(wc->wr_cqe, struct kmsg_rx, cqe);
+	struct kverbs_ep *ep = rx->ep;
+	struct kverbs_domain *dom = ep->dom;
+	struct kmsg_ep *m = &ep->msg;
+	enum kmsg_wire_err e;
+	unsigned long flags;
+	u16 credits;
+	bool locked;
+	u8 type;
+	int ret;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		/* Flushes are how a QP in the error state returns its WRs. */
+		if (wc->status == IB_WC_WR_FLUSH_ERR)
+			return;
+		atomic64_inc(&ep->stat_errors);
+		trace_kmsg_error(ep, "receive completion failed");
+		pr_err_ratelimited("%s: receive completion failed: %s (%d), peer node %u\n",
+				   dom->name, ib_wc_status_msg(wc->status),
+				   wc->status, ep->peer_node);
+		kverbs_ep_schedule_teardown(ep, -EIO);
+		return;
+	}
+
+	locked = kmsg_cq_enter(dom);
+	ib_dma_sync_single_for_cpu(dom->pd->device, rx->dma, wc->byte_len,
+				   DMA_FROM_DEVICE);
+	e = kmsg_hdr_check(rx->data, wc->byte_len, m->rx_seq, dom->max_msg,
+			   &rx->len, &credits, &type);
+	if (e != KMSG_WIRE_OK) {
+		kmsg_proto_error(ep, kmsg_wire_err_str(e), m->rx_seq);
+		goto out;
+	}
+	rx->seq = m->rx_seq++;
+	atomic64_inc(&m->stats.received);
+	if (locked)
+		atomic64_inc(&m->stats.polled);
+	trace_kmsg_recv(ep, rx->seq, rx->len, credits, type);
+
+	spin_lock_irqsave(&ep->lock, flags);
+	ret = kmsg_credit_receive(&m->credit, credits);
+	if (!ret && credits)
+		ret = kmsg_flush_locked(ep);
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (ret == -EPROTO) {
+		kmsg_proto_error(ep, "credits beyond the announced depth",
+				 rx->seq);
+		goto out;
+	} else if (ret) {
+		kverbs_ep_schedule_teardown(ep, ret);
+	}
+	atomic64_add(credits, &m->stats.credits_received);
+
+	if (type == KMSG_TYPE_CREDIT)
+		kmsg_repost(ep, rx);
+	else
+		kmsg_dispatch(ep, rx, locked ? KMSG_CTX_POLL :
+			      KMSG_CTX_SOFTIRQ);
+out:
+	kmsg_cq_exit(dom, locked);
+}
+
+/* Dispatch one endpoint's backlog in process context. */
+static void kmsg_defer_ep(struct kverbs_ep *ep)
+{
+	struct kmsg_ep *m = &ep->msg;
+	struct kmsg_rx *rx;
+	unsigned long flags;
+	bool live;
+
+	for (;;) {
+		spin_lock_irqsave(&ep->lock, flags);
+		rx = kmsg_backlog_next(&m->backlog);
+		live = ep->state == KVERBS_EP_CONNECTED;
+		spin_unlock_irqrestore(&ep->lock, flags);
+		if (!rx)
+			return;
+		if (!live) {
+			/* Teardown reclaims the ring; nobody sees this one. */
+			atomic64_inc(&m->stats.dropped);
+			continue;
+		}
+		if (ep->dom->ops->recv(ep, rx, KMSG_CTX_PROCESS) == KMSG_DEFER)
+			pr_warn_once("%s: handler deferred in process context; message consumed\n",
+				     ep->dom->name);
+		if (!rx->kept)
+			kmsg_repost(ep, rx);
+		cond_resched();
+	}
+}
+
+/**
+ * kmsg_defer_work - the domain's process-context dispatcher
+ * @work: kverbs_domain.defer_work
+ *
+ * One work item per domain, so deferred handlers of a domain never run
+ * concurrently, and per-domain, so one domain's slow handler never delays
+ * another's.
+ *
+ * Context: process (domain workqueue, WQ_HIGHPRI).
+ */
+void kmsg_defer_work(struct work_struct *work)
+{
+	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
+						 defer_work);
+	struct kverbs_ep *ep;
+
+	for (;;) {
+		spin_lock_bh(&dom->defer_lock);
+		ep = list_first_entry_or_null(&dom->defer_list,
+					      struct kverbs_ep,
+					      msg.defer_node);
+		if (ep)
+			list_del_init(&ep->msg.defer_node);
+		spin_unlock_bh(&dom->defer_lock);
+		if (!ep)
+			return;
+		kmsg_defer_ep(ep);
+		kverbs_ep_put(ep);
+	}
+}
+
+/**
+ * kmsg_rx_data - the payload of a received message
+ * @rx: message, during the handler or while kept
+ *
+ * Context: any.
+ * Return: kmsg_rx_len() bytes, in place in the receive buffer.
+ */
+const void *kmsg_rx_data(const struct kmsg_rx *rx)
+{
+	return (const struct kmsg_hdr *)rx->data + 1;
+}
+EXPORT_SYMBOL_NS_GPL(kmsg_rx_data, KVERBS_NS);
+
+/**
+ * kmsg_rx_len - payload length of a received message
+ * @rx: message
+ *
+ * Context: any.
+ * Return: bytes, at most the max_msg this domain announced.
+ */
+u32 kmsg_rx_len(const struct kmsg_rx *rx)
+{
+	return rx->len;
+}
+EXPORT_SYMBOL_NS_GPL(kmsg_rx_len, KVERBS_NS);
+
+/**
+ * kmsg_rx_ep - the endpoint a message arrived on
+ * @rx: message
+ *
+ * Context: any.
+ * Return: the endpoint.
+ */
+struct kverbs_ep *kmsg_rx_ep(const struct kmsg_rx *rx)
+{
+	return rx->ep;
+}
+EXPORT_SYMBOL_NS_GPL(kmsg_rx_ep, KVERBS_NS);
+
+/**
+ * kmsg_rx_keep - hold a received buffer beyond the handler's call
+ * @rx: message, inside ->recv()
+ *
+ * The buffer leaves the receive ring until kmsg_rx_release(), so the peer
+ * gets its credit back only then.  At most depth / 2 buffers of an
+ * endpoint can be kept, which leaves the ring room for the credits that
+ * keep both directions moving.
+ *
+ * Context: inside ->recv(), any context.
+ * Return: 0, or -ENOBUFS when the endpoint's limit is reached (copy the
+ * data instead).
+ */
+int kmsg_rx_keep(struct kmsg_rx *rx)
+{
+	struct kverbs_ep *ep = rx->ep;
+	unsigned long flags;
+	int ret = 0;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	if (rx->kept)
+		ret = -EINVAL;
+	else if (ep->msg.kept >= ep->msg.max_kept)
+		ret = -ENOBUFS;
+	else
+		ep->msg.kept++;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (ret)
+		return ret;
+	rx->kept = true;
+	kref_get(&ep->ref);
+	return 0;
+}
+EXPORT_SYMBOL_NS_GPL(kmsg_rx_keep, KVERBS_NS);
+
+/**
+ * kmsg_rx_release - return a kept buffer to the receive ring
+ * @rx: message kept with kmsg_rx_keep()
+ *
+ * After the endpoint went down the buffer is simply let go.
+ *
+ * Context: any.
+ */
+void kmsg_rx_release(struct kmsg_rx *rx)
+{
+	struct kverbs_ep *ep = rx->ep;
+	unsigned long flags;
+
+	if (WARN_ON_ONCE(!rx->kept))
+		return;
+	spin_lock_irqsave(&ep->lock, flags);
+	ep->msg.kept--;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	rx->kept = false;
+	kmsg_repost(ep, rx);
+	kverbs_ep_put(ep);
+}
+EXPORT_SYMBOL_NS_GPL(kmsg_rx_release, KVERBS_NS);
