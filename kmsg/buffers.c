@@ -142,9 +142,10 @@ int kmsg_ep_post_ring(struct kverbs_ep *ep)
  * @ep: endpoint in CLOSING, QP drained or never connected
  *
  * ib_drain_qp() returns only after every posted WR completed or was
- * flushed, and a flushed WR completes even when it was posted unsignaled,
- * so the send queue must be empty here; what still waits for a credit was
- * never posted and is failed now.  Receives waiting for process context
+ * flushed (a flushed WR completes even when posted unsignaled), so what is
+ * still on the books is the unsignaled tail that completed silently; it is
+ * reclaimed here.  What still waits for a credit was never posted and is
+ * failed now.  Receives waiting for process context
  * are dropped.
  *
  * Context: process; may sleep (waits for a running deferred handler).
@@ -164,6 +165,7 @@ void kmsg_ep_stop(struct kverbs_ep *ep)
 	/* A handler of this endpoint may be running in the deferral work. */
 	flush_work(&dom->defer_work);
 
+	kmsg_reclaim_tail(ep);
 	kmsg_fail_pending(ep);
 	WARN_ONCE(kmsg_sq_used(&m->sq), "kverbs: %u sends not reclaimed\n",
 		  kmsg_sq_used(&m->sq));

@@ -214,6 +214,7 @@ void kmsg_defer_work(struct work_struct *work);
 int kmsg_post_recv(struct kverbs_ep *ep, struct kmsg_rx *rx);
 int kmsg_flush_locked(struct kverbs_ep *ep);
 void kmsg_fail_pending(struct kverbs_ep *ep);
+void kmsg_reclaim_tail(struct kverbs_ep *ep);
 void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc);
 void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 void kmsg_schedule_defer(struct kverbs_ep *ep);

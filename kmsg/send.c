@@ -305,32 +305,21 @@ static void kmsg_notify_flush(struct kverbs_ep *ep, struct kmsg_notify *nt,
 	nt->n = 0;
 }
 
-/**
- * kmsg_send_done - completion of a send WR, signaled or flushed
- * @cq: the domain's CQ
- * @wc: work completion
- *
- * Reclaims the WR and every earlier one still outstanding.  A flush also
- * arrives for WRs posted unsignaled, so after ib_drain_qp() nothing is
- * left in the send queue.
- *
- * Context: softirq or poll (CQ callback), serialised per domain.
+/*
+ * Reclaim every WR up to position @pos, which completed with @status, and
+ * tell callers that asked.  Returns whether the credit-message buffer was
+ * among them.
  */
-void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc)
+static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 {
-	struct kmsg_buf *b = container_of(wc->wr_cqe, struct kmsg_buf, cqe);
-	struct kverbs_ep *ep = b->ep;
 	struct kmsg_ep *m = &ep->msg;
-	int status = wc->status == IB_WC_SUCCESS ? 0 :
-		     wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 	struct kmsg_notify nt = { .n = 0 };
 	unsigned long flags;
-	bool locked;
+	bool ctrl = false;
 	u32 n;
 
-	locked = kmsg_cq_enter(ep->dom);
 	spin_lock_irqsave(&ep->lock, flags);
-	n = kmsg_sq_reclaim(&m->sq, b->pos);
+	n = kmsg_sq_reclaim(&m->sq, pos);
 	while (n--) {
 		struct kmsg_buf *r = m->sq_ring[(m->sq.tail - n - 1) %
 						m->sq.size];
@@ -343,15 +332,42 @@ void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 			}
 			nt.cookie[nt.n++] = r->cookie;
 		}
+		ctrl |= r->ctrl;
 		kmsg_put_free_locked(m, r);
 		atomic64_inc(&m->stats.reclaimed);
 	}
-	/* A freed credit-message buffer may be what grants were waiting on. */
-	if (b->ctrl && !status && kmsg_flush_locked(ep))
-		status = -EIO;
 	spin_unlock_irqrestore(&ep->lock, flags);
 	wake_up(&m->tx_wait);
 	kmsg_notify_flush(ep, &nt, status);
+	return ctrl;
+}
+
+/**
+ * kmsg_send_done - completion of a send WR, signaled or flushed
+ * @cq: the domain's CQ
+ * @wc: work completion
+ *
+ * Reclaims the WR and every earlier one still outstanding.
+ *
+ * Context: softirq or poll (CQ callback), serialised per domain.
+ */
+void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kmsg_buf *b = container_of(wc->wr_cqe, struct kmsg_buf, cqe);
+	struct kverbs_ep *ep = b->ep;
+	int status = wc->status == IB_WC_SUCCESS ? 0 :
+		     wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
+	unsigned long flags;
+	bool locked;
+	int ret = 0;
+
+	locked = kmsg_cq_enter(ep->dom);
+	/* A freed credit-message buffer may be what grants waited for. */
+	if (kmsg_reclaim_through(ep, b->pos, status) && !status) {
+		spin_lock_irqsave(&ep->lock, flags);
+		ret = kmsg_flush_locked(ep);
+		spin_unlock_irqrestore(&ep->lock, flags);
+	}
 	kmsg_cq_exit(ep->dom, locked);
 
 	if (status == -EIO) {
@@ -360,8 +376,35 @@ void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		pr_err_ratelimited("%s: send completion failed: %s (%d), peer node %u\n",
 				   ep->dom->name, ib_wc_status_msg(wc->status),
 				   wc->status, ep->peer_node);
-		kverbs_ep_schedule_teardown(ep, -EIO);
+		ret = -EIO;
 	}
+	if (ret)
+		kverbs_ep_schedule_teardown(ep, ret);
+}
+
+/**
+ * kmsg_reclaim_tail - reclaim the unsignaled tail of a drained QP
+ * @ep: endpoint in teardown
+ *
+ * Unsignaled WRs that completed successfully produce no completion, and
+ * the drain WR's completion belongs to ib_drain_qp(), so WRs posted after
+ * the last signaled one are still on the books: they are all done once the
+ * drain returned.  Without this they would leak across a reconnect.
+ *
+ * Context: process, after ib_drain_qp().
+ */
+void kmsg_reclaim_tail(struct kverbs_ep *ep)
+{
+	struct kmsg_sq *sq = &ep->msg.sq;
+	unsigned long flags;
+	u32 used, last;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	used = kmsg_sq_used(sq);
+	last = sq->head - 1;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	if (used)
+		kmsg_reclaim_through(ep, last, 0);
 }
 
 /**

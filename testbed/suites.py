@@ -247,11 +247,12 @@ def _integration_body(res, suite, c, plain):
     r = n0.run(kping(n0), timeout=60)
     res.check(suite, "kping server listens", r.rc == 0, r.out)
 
-    r = n1.run(kping(n1, n0, count=2000, size=512) +
-               " && dmesg | grep 'kping:' | tail -n 3", timeout=300)
-    res.check(suite, "kping 2000 round trips, 512 B, payload verified",
-              r.rc == 0 and "2000 round trips ok" in r.out, r.out)
+    r = n1.run(kping(n1, n0, count=10000, size=512) +
+               " && dmesg | grep 'kping:' | tail -n 3", timeout=600)
+    res.check(suite, "kping 10000 round trips, 512 B, payload verified",
+              r.rc == 0 and "10000 round trips ok" in r.out, r.out)
     n1.run("rmmod kping", timeout=30)
+    _messaging(res, suite, n0, n1)
 
     # Bad private data from a user-space peer: refused, logged, no crash.
     kvping = "/kvlab/bin/kvping"
@@ -287,10 +288,109 @@ def _integration_body(res, suite, c, plain):
         res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
 
 
+def _restart_server(n0, **params):
+    """Reload the kping server with other module parameters."""
+    return n0.run("rmmod kping 2>/dev/null; " + kping(n0, **params),
+                  timeout=120)
+
+
+def _server_reclaimed(res, suite, n0, what):
+    """Every send the server's closed endpoints posted was reclaimed."""
+    r = n0.run("cat /sys/kernel/debug/kverbs/kping-server.*/endpoints",
+               timeout=30)
+    m = re.search(r"closed_sent (\d+) closed_reclaimed (\d+)", r.out)
+    res.check(suite, f"{what}: every server send buffer reclaimed",
+              m is not None and int(m.group(1)) > 0 and
+              m.group(1) == m.group(2), r.out)
+
+
+def _messaging(res, suite, n0, n1):
+    """kmsg behaviour between two guests: handler contexts, a burst far
+    beyond the receive depth with RNR retry off, malformed headers,
+    tracepoints, rdma restrack, and a disconnect with sends in flight."""
+    for mode in ("wq", "poll"):
+        r = _restart_server(n0, mode=mode)
+        res.check(suite, f"server in {mode} mode", r.rc == 0, r.out)
+        r = n1.run(kping(n1, n0, count=1000, size=256, mode=mode,
+                         outstanding=4) + " && rmmod kping", timeout=300)
+        res.check(suite, f"{mode} handlers both sides: 1000 round trips, "
+                  "4 outstanding", r.rc == 0, r.out)
+
+    # 100 x depth in one one-way burst; rnr_retry 0 on both sides turns
+    # any message sent without a posted receive into a fatal error.
+    r = _restart_server(n0, rnr_retry=0, depth=16)
+    res.check(suite, "server with rnr_retry 0, depth 16", r.rc == 0, r.out)
+    r = n1.run(kping(n1, n0, count=10, burst=1600, size=256, depth=16,
+                     rnr_retry=0) + " && rmmod kping", timeout=600)
+    ok, log_ = _dmesg_has(n0, rf"node {n1.node_id}: burst of 1600, 1600 "
+                          "in order and intact")
+    res.check(suite, "burst of 100 x depth (1600 at depth 16), rnr_retry "
+              "0: no loss, reordering or stall", r.rc == 0 and ok,
+              f"client rc {r.rc}: {r.out}\nserver log:\n{log_[-1000:]}")
+
+    # Tracepoints and restrack while a client is connected.
+    r = _restart_server(n0)
+    res.check(suite, "server back in softirq mode", r.rc == 0, r.out)
+    r = n1.run("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+               "T=/sys/kernel/tracing; echo 1 > $T/events/kmsg/enable && "
+               f"{kping(n1, n0, count=20)} && echo 0 > "
+               "$T/events/kmsg/enable && cat $T/trace | grep -c kmsg_ && "
+               "grep -m1 kmsg_send $T/trace && grep -m1 kmsg_recv $T/trace",
+               timeout=120)
+    res.check(suite, "tracepoints kmsg_send/kmsg_recv fire",
+              r.rc == 0 and "kmsg_send:" in r.out and
+              "kmsg_recv:" in r.out, r.out[-1500:])
+    n1.run("rmmod kping", timeout=30)
+
+    # Malformed headers from a user-space peer: dropped, counted, logged,
+    # connection closed.
+    kvping = "/kvlab/bin/kvping"
+    for bad, text in [("type", "unknown type"),
+                      ("flags", "unknown flags"),
+                      ("reserved", "reserved bits"),
+                      ("len", "length does not match"),
+                      ("credits", "credits beyond"),
+                      ("seq", "out of sequence"),
+                      ("short", "shorter than the header")]:
+        r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
+                   f"--node-id {n1.node_id} --bad-msg {bad} "
+                   "--timeout-ms 10000", timeout=60)
+        ok, log_ = _dmesg_has(n0, r"kping-server: dropping message \d+ "
+                                  rf"from node {n1.node_id}: .*{text}.*"
+                                  "closing the connection")
+        res.check(suite, f"malformed header ({bad}) dropped, logged, "
+                  "connection closed", r.rc == 4 and ok,
+                  f"kvping rc {r.rc}: {r.out}\nserver log tail:\n" +
+                  log_[-800:])
+
+    # A client killed with sends in flight: the server reclaims them all.
+    n1.run(f"({kping(n1, n0, count=1000000, outstanding=8)}; "
+           "echo rc=$?) > /tmp/kill.out 2>&1 &",
+           timeout=30)
+    r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
+               "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
+               "exit 0; sleep 0.5; done; exit 1", timeout=60)
+    res.check(suite, "8-outstanding client connected", r.rc == 0, r.out)
+    r = n0.run("rdma res show qp | grep -i -E 'rc|RC'", timeout=30)
+    res.check(suite, "rdma res show qp lists the RC QP", r.rc == 0 and
+              r.out.strip(), r.out)
+    r = n1.run("sleep 1; kill -9 $(pidof insmod); for i in $(seq 60); do "
+               "grep -q rc= /tmp/kill.out && break; sleep 0.5; done; "
+               "cat /tmp/kill.out; dmesg | grep kping | tail -n 2",
+               timeout=90)
+    res.check(suite, "client killed mid-run exits", "rc=" in r.out, r.out)
+    r = n0.run("for i in $(seq 60); do grep -q 'state' "
+               "/sys/kernel/debug/kverbs/kping-server.*/endpoints || "
+               "exit 0; sleep 0.5; done; exit 1", timeout=60)
+    res.check(suite, "server endpoint gone after the kill", r.rc == 0,
+              r.out)
+    _server_reclaimed(res, suite, n0, "kill with 8 in flight")
+
+
 def _device_removal(res, suite, n0, n1):
     """`rdma link delete` under a live connection: the client fails
     cleanly, the server reclaims everything, a new device works again."""
-    n1.run(f"({kping(n1, n0, count=1000000, timeout_ms=3000)}; "
+    n1.run(f"({kping(n1, n0, count=1000000, timeout_ms=3000, outstanding=8)}; "
            "echo rc=$?) > /tmp/bg.out 2>&1 &", timeout=30)
     r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
                "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
@@ -307,6 +407,7 @@ def _device_removal(res, suite, n0, n1):
                "tail -n 3", timeout=90)
     res.check(suite, "client: in-flight run fails with an error, no hang",
               "rc=" in r.out and "rc=0" not in r.out, r.out)
+    _server_reclaimed(res, suite, n0, "device removal with 8 in flight")
     r = n0.run("rdma link add rxe0 type rxe netdev eth0 && sleep 1 && "
                "dmesg | tail -n 5", timeout=60)
     res.check(suite, "rxe0 re-added", r.rc == 0, r.out)
@@ -328,19 +429,20 @@ def suite_cluster4(res, kernel):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=60)
                 res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
             server = c.nodes[0]
-            r = server.run(kping(server), timeout=60)
+            r = server.run(kping(server, rnr_retry=0), timeout=60)
             res.check(name, "server listens", r.rc == 0, r.out)
             for n in c.nodes[1:]:
-                n.run(f"({kping(n, server, count=300)}; "
+                n.run(f"({kping(n, server, count=2000, outstanding=8, rnr_retry=0)}; "
                       "echo rc=$? ) > /tmp/all2one.out 2>&1 &", timeout=30)
             for n in c.nodes[1:]:
                 r = n.run("for i in $(seq 240); do grep -q rc= "
                           "/tmp/all2one.out && break; sleep 0.5; done; "
                           "cat /tmp/all2one.out; dmesg | grep 'kping:' | "
                           "tail -n 2", timeout=180)
-                res.check(name, f"{n.name} -> node0: 300 round trips "
-                          "(all-to-one)", "rc=0" in r.out and
-                          "300 round trips ok" in r.out, r.out)
+                res.check(name, f"{n.name} -> node0: 2000 round trips, 8 "
+                          "outstanding, rnr_retry 0 (all-to-one)",
+                          "rc=0" in r.out and
+                          "2000 round trips ok" in r.out, r.out)
             r = server.run("rmmod kping && rmmod kverbs", timeout=120)
             res.check(name, "server unloads cleanly", r.rc == 0, r.out)
         res.add(name, "guest consoles clean", True)

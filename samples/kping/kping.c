@@ -5,7 +5,7 @@
  *
  *   insmod kping.ko [mode=softirq|wq|poll]          # echo server
  *   insmod kping.ko server=10.77.0.1 count=1000 size=64 node_id=2 \
- *          [mode=softirq|wq|poll] [outstanding=1]
+ *          [mode=softirq|wq|poll] [outstanding=1] [burst=0]
  *
  * Where the handler runs is the point of @mode:
  *   softirq: in the CQ's softirq; the client's handler sends the next ping
@@ -14,7 +14,12 @@
  *            workqueue (the paper's "task queue");
  *   poll:    the client task (and a server kthread) busy-poll the CQ, and
  *            the handler runs in the polling task.
- * @outstanding pings are kept in flight; each reply sends the next.
+ * @outstanding pings are kept in flight; each reply sends the next.  That
+ * window must stay below the receive depth of both sides (depth - 2), the
+ * paper's rule that the credit window covers the protocol's bound on
+ * messages in flight, so no handler ever waits for a credit.  @burst
+ * one-way messages go first, as fast as credits allow; the server checks
+ * their order and payload without answering.
  *
  * The client runs from module init, verifies every echo (sequence, length,
  * checksum, payload pattern; uapi/kverbs/kping.h) in place, and fails the
@@ -53,7 +58,7 @@ MODULE_PARM_DESC(size, "message size in bytes, kping header included (client)");
 static uint node_id = 1;
 module_param(node_id, uint, 0444);
 MODULE_PARM_DESC(node_id, "this node's id, non-zero");
-static ushort depth = 16;
+static ushort depth = 128;
 module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive buffers per endpoint");
 static uint max_msg = 4096;
@@ -70,18 +75,27 @@ module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode, "where handlers run: softirq, wq or poll");
 static uint outstanding = 1;
 module_param(outstanding, uint, 0444);
-MODULE_PARM_DESC(outstanding, "pings in flight (client)");
+MODULE_PARM_DESC(outstanding, "pings in flight (client), 1..depth - 2");
+static uint burst;
+module_param(burst, uint, 0444);
+MODULE_PARM_DESC(burst, "one-way messages sent before the pings (client)");
 
 enum kping_mode { KPING_SOFTIRQ, KPING_WQ, KPING_POLL };
 static const char * const kping_modes[] = { "softirq", "wq", "poll" };
 static enum kping_mode kping_mode;
 
-/* Server state: echo counters only; endpoints belong to the domain. */
+/* Server state: counters; endpoints belong to the domain. */
 static struct kverbs_domain *kping_dom;
 static struct kverbs_listener *kping_listener;
 static struct task_struct *kping_poller;
 static atomic64_t kping_echoed = ATOMIC64_INIT(0);
 static atomic64_t kping_dropped = ATOMIC64_INIT(0);
+
+/* Per accepted endpoint: where its burst is. */
+struct kping_peer {
+	u32 burst_next;
+	u32 burst_bad;
+};
 
 /*
  * Client state.  @lock orders claiming a sequence number with posting it,
@@ -117,11 +131,12 @@ static u32 kping_fnv1a(const u8 *p, u32 len)
 	return h;
 }
 
-static void kping_msg_fill(struct kping_msg *m, u32 seq, u32 payload)
+static void kping_msg_fill(struct kping_msg *m, u32 magic, u32 seq,
+			   u32 payload)
 {
 	u32 i;
 
-	m->magic = cpu_to_be32(KPING_MAGIC);
+	m->magic = cpu_to_be32(magic);
 	m->seq = cpu_to_be32(seq);
 	m->len = cpu_to_be32(payload);
 	for (i = 0; i < payload; i++)
@@ -130,11 +145,12 @@ static void kping_msg_fill(struct kping_msg *m, u32 seq, u32 payload)
 }
 
 /* Validate a received message on its own, not against a copy. */
-static int kping_msg_check(const struct kping_msg *m, u32 len, u32 seq)
+static int kping_msg_check(const struct kping_msg *m, u32 len, u32 magic,
+			   u32 seq)
 {
 	u32 i, payload;
 
-	if (len < sizeof(*m) || be32_to_cpu(m->magic) != KPING_MAGIC ||
+	if (len < sizeof(*m) || be32_to_cpu(m->magic) != magic ||
 	    be32_to_cpu(m->seq) != seq)
 		return -EBADMSG;
 	payload = be32_to_cpu(m->len);
@@ -163,6 +179,17 @@ static enum kmsg_verdict kping_server_recv(struct kverbs_ep *ep,
 
 	if (kping_defer(ctx))
 		return KMSG_DEFER;
+	if (kmsg_rx_len(rx) >= sizeof(struct kping_msg) &&
+	    be32_to_cpu(((const struct kping_msg *)kmsg_rx_data(rx))->magic) ==
+	    KPING_BURST_MAGIC) {
+		struct kping_peer *p = kverbs_ep_priv(ep);
+
+		if (kping_msg_check(kmsg_rx_data(rx), kmsg_rx_len(rx),
+				    KPING_BURST_MAGIC, p->burst_next))
+			p->burst_bad++;
+		p->burst_next++;
+		return KMSG_DONE;
+	}
 	b = kmsg_reserve(ep, kmsg_rx_len(rx), rflags);
 	if (IS_ERR(b)) {
 		if (PTR_ERR(b) == -EAGAIN)
@@ -183,16 +210,29 @@ drop:
 	return KMSG_DONE;
 }
 
+static struct kping_peer kping_no_peer;	/* when allocation failed */
+
 static void kping_connected(struct kverbs_ep *ep)
 {
+	struct kping_peer *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	kverbs_ep_set_priv(ep, p ?: &kping_no_peer);
 	pr_info("node %u connected\n", kverbs_ep_peer_node(ep));
 }
 
 static void kping_disconnected(struct kverbs_ep *ep, int err)
 {
+	struct kping_peer *p = kverbs_ep_priv(ep);
+
 	pr_info("node %u disconnected (%d), %lld echoed, %lld dropped\n",
 		kverbs_ep_peer_node(ep), err, atomic64_read(&kping_echoed),
 		atomic64_read(&kping_dropped));
+	if (p && p->burst_next)
+		pr_info("node %u: burst of %u, %u in order and intact\n",
+			kverbs_ep_peer_node(ep), p->burst_next,
+			p->burst_next - p->burst_bad);
+	if (p != &kping_no_peer)
+		kfree(p);
 }
 
 static const struct kverbs_domain_ops kping_server_ops = {
@@ -210,7 +250,7 @@ static int kping_send_locked(struct kping_client *c, struct kmsg_buf **bp)
 	if (IS_ERR(b))
 		return PTR_ERR(b);
 	*bp = NULL;
-	kping_msg_fill(kmsg_buf_data(b), c->sent,
+	kping_msg_fill(kmsg_buf_data(b), KPING_MAGIC, c->sent,
 		       size - sizeof(struct kping_msg));
 	c->t0[c->sent] = ktime_get_ns();
 	ret = kmsg_send(b, size, 0, NULL);
@@ -232,7 +272,7 @@ static int kping_reply_locked(struct kping_client *c, struct kmsg_rx *rx)
 	u32 seq = c->replies;
 
 	if (seq >= c->sent || kmsg_rx_len(rx) != size ||
-	    kping_msg_check(kmsg_rx_data(rx), size, seq)) {
+	    kping_msg_check(kmsg_rx_data(rx), size, KPING_MAGIC, seq)) {
 		pr_err("reply %u corrupt or unexpected (len %u, expected %u)\n",
 		       seq, kmsg_rx_len(rx), size);
 		return -EBADMSG;
@@ -320,22 +360,47 @@ static struct kverbs_domain *kping_domain(const struct kverbs_domain_ops *ops,
 	return kverbs_domain_create(&attr);
 }
 
-/* Keep @outstanding pings in flight until @count replies came back. */
-static int kping_run(struct kping_client *c)
+/* The one-way burst: the task sends, credits alone pace it. */
+static int kping_burst(struct kping_client *c)
 {
-	unsigned int poll_us = kping_mode == KPING_POLL ? timeout_ms * 1000 : 0;
-	u32 i, burst = min(outstanding, count);
 	struct kmsg_buf *b;
-	long left;
+	u32 i;
 	int ret;
 
 	for (i = 0; i < burst; i++) {
 		b = kmsg_reserve(c->ep, size, 0);
 		if (IS_ERR(b))
 			return PTR_ERR(b);
+		kping_msg_fill(kmsg_buf_data(b), KPING_BURST_MAGIC, i,
+			       size - sizeof(struct kping_msg));
+		ret = kmsg_send(b, size, 0, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Keep @outstanding pings in flight until @count replies came back.  The
+ * task fills the window; each reply's handler sends the next ping.
+ */
+static int kping_run(struct kping_client *c)
+{
+	unsigned int poll_us = kping_mode == KPING_POLL ? timeout_ms * 1000 : 0;
+	struct kmsg_buf *b;
+	bool more = true;
+	long left;
+	u32 i;
+	int ret;
+
+	while (more) {
+		b = kmsg_reserve(c->ep, size, 0);
+		if (IS_ERR(b))
+			return PTR_ERR(b);
 		spin_lock_bh(&c->lock);
 		ret = 0;
-		if (c->sent < count && c->sent - c->replies < outstanding)
+		more = c->sent < count && c->sent - c->replies < outstanding;
+		if (more)
 			ret = kping_send_locked(c, &b);
 		spin_unlock_bh(&c->lock);
 		if (b)
@@ -380,9 +445,9 @@ static int kping_client(void)
 	int ret;
 
 	if (size < sizeof(struct kping_msg) || size > max_msg || !count ||
-	    !outstanding || outstanding > depth) {
-		pr_err("size must be %zu..%u, count non-zero, outstanding 1..depth (%u)\n",
-		       sizeof(struct kping_msg), max_msg, depth);
+	    !outstanding || outstanding + 2 > depth) {
+		pr_err("size must be %zu..%u, count non-zero, outstanding 1..depth - 2 (%u)\n",
+		       sizeof(struct kping_msg), max_msg, depth - 2);
 		return -EINVAL;
 	}
 	ret = kping_parse_addr(server, &dst);
@@ -417,8 +482,12 @@ static int kping_client(void)
 		kverbs_ep_peer_node(c.ep), server, port,
 		kping_modes[kping_mode]);
 
+	ret = kping_burst(&c);
+	if (ret)
+		pr_err("burst failed after %u messages: %d\n", burst, ret);
 	start = ktime_get_ns();
-	ret = kping_run(&c);
+	if (!ret)
+		ret = kping_run(&c);
 	if (!ret)
 		kping_report(&c, ktime_get_ns() - start);
 	kverbs_ep_close(c.ep);
