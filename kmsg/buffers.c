@@ -5,7 +5,8 @@
  *
  * Sizing: depth receive buffers and depth + 1 send buffers (the extra one
  * carries credit-only messages, so returning credits never waits for a data
- * buffer), each sizeof(struct kmsg_hdr) + max_msg bytes.
+ * buffer), each sizeof(struct kmsg_hdr) + max_msg bytes, and depth slots
+ * for RDMA operations and registrations.
  */
 #include <linux/slab.h>
 
@@ -38,6 +39,7 @@ void kmsg_ep_init(struct kverbs_ep *ep)
 
 	INIT_LIST_HEAD(&m->tx_free);
 	INIT_LIST_HEAD(&m->pending);
+	INIT_LIST_HEAD(&m->op_free);
 	INIT_LIST_HEAD(&m->defer_node);
 	init_waitqueue_head(&m->tx_wait);
 	kmsg_backlog_init(&m->backlog);
@@ -78,13 +80,25 @@ int kmsg_ep_setup(struct kverbs_ep *ep)
 	m->buf_size = sizeof(struct kmsg_hdr) + dom->max_msg;
 	m->max_kept = dom->depth / 2;
 	interval = dom->signal_interval ?: max(1, dom->depth / 4);
-	kmsg_sq_init(&m->sq, m->ntx, interval);
+	kmsg_sq_init(&m->sq, m->ntx + dom->depth, interval);
 
 	m->rx = kcalloc(m->nrx, sizeof(*m->rx), GFP_KERNEL);
 	m->tx = kcalloc(m->ntx, sizeof(*m->tx), GFP_KERNEL);
-	m->sq_ring = kcalloc(m->ntx, sizeof(*m->sq_ring), GFP_KERNEL);
-	if (!m->rx || !m->tx || !m->sq_ring)
+	m->nops = dom->depth;
+	m->ops = kcalloc(m->nops, sizeof(*m->ops), GFP_KERNEL);
+	m->sq_ring = kcalloc(m->ntx + m->nops, sizeof(*m->sq_ring),
+			     GFP_KERNEL);
+	if (!m->rx || !m->tx || !m->ops || !m->sq_ring)
 		return -ENOMEM;
+	for (i = 0; i < m->nops; i++) {
+		struct kmsg_op *op = &m->ops[i];
+
+		op->wr.ep = ep;
+		op->wr.kind = KMSG_WR_OP;
+		op->wr.cqe.done = kmsg_wr_done;
+		list_add_tail(&op->node, &m->op_free);
+		m->op_nfree++;
+	}
 	m->mapped = true;
 
 	for (i = 0; i < m->nrx; i++) {
@@ -102,7 +116,9 @@ int kmsg_ep_setup(struct kverbs_ep *ep)
 		struct kmsg_buf *b = &m->tx[i];
 
 		b->ep = ep;
-		b->cqe.done = kmsg_send_done;
+		b->wr.ep = ep;
+		b->wr.kind = KMSG_WR_BUF;
+		b->wr.cqe.done = kmsg_wr_done;
 		b->ctrl = i == m->ntx - 1;
 		b->data = kmsg_buf_alloc(dev, m->buf_size, DMA_TO_DEVICE,
 					 &b->dma);
@@ -219,7 +235,9 @@ void kmsg_ep_free(struct kverbs_ep *ep)
 		kfree(m->tx[i].data);
 	kfree(m->rx);
 	kfree(m->tx);
+	kfree(m->ops);
 	kfree(m->sq_ring);
+	m->ops = NULL;
 	m->rx = NULL;
 	m->tx = NULL;
 	m->sq_ring = NULL;
@@ -237,6 +255,7 @@ size_t kmsg_ep_mem(const struct kverbs_ep *ep)
 	const struct kmsg_ep *m = &ep->msg;
 
 	return sizeof(*ep) + (size_t)m->nrx * (sizeof(*m->rx) + m->buf_size) +
-	       (size_t)m->ntx * (sizeof(*m->tx) + sizeof(*m->sq_ring) +
-				 m->buf_size);
+	       (size_t)m->ntx * (sizeof(*m->tx) + m->buf_size) +
+	       (size_t)m->nops * sizeof(*m->ops) +
+	       (size_t)(m->ntx + m->nops) * sizeof(*m->sq_ring);
 }

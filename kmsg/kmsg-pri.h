@@ -119,6 +119,35 @@ void kmsg_backlog_add(struct kmsg_backlog *b, struct kmsg_rx *rx);
 void kmsg_backlog_push_front(struct kmsg_backlog *b, struct kmsg_rx *rx);
 struct kmsg_rx *kmsg_backlog_next(struct kmsg_backlog *b);
 
+/*
+ * One work request in the send queue.  Every WR the library posts, a
+ * message or an RDMA operation, owns one of these until reclaimed, and
+ * its position in the send-queue ring.
+ */
+enum kmsg_wr_kind {
+	KMSG_WR_BUF,		/* a struct kmsg_buf */
+	KMSG_WR_OP,		/* a struct kmsg_op */
+};
+
+struct kmsg_wr {
+	struct ib_cqe cqe;
+	struct kverbs_ep *ep;
+	u32 pos;
+	u8 kind;
+};
+
+/*
+ * An RDMA operation, a memory registration or an invalidation.  @done runs
+ * once, after the WR completed (signaled) or was flushed, with 0 or a
+ * negative errno; NULL for operations nobody waits for.
+ */
+struct kmsg_op {
+	struct kmsg_wr wr;
+	void (*done)(void *ctx, int status);
+	void *ctx;
+	struct list_head node;
+};
+
 enum kmsg_buf_state {
 	KMSG_BUF_FREE,
 	KMSG_BUF_RESERVED,	/* the caller's, between reserve and send */
@@ -128,12 +157,11 @@ enum kmsg_buf_state {
 
 /* A registered send buffer; the message header precedes kmsg_buf_data(). */
 struct kmsg_buf {
-	struct ib_cqe cqe;
+	struct kmsg_wr wr;
 	struct kverbs_ep *ep;
 	void *data;
 	u64 dma;
 	u32 len;		/* payload bytes */
-	u32 pos;		/* send-queue position once posted */
 	unsigned int flags;
 	void *cookie;
 	enum kmsg_buf_state state;
@@ -159,9 +187,10 @@ struct kmsg_stats {
 /*
  * Message state of one endpoint.
  *
- * Sizing: @ntx = depth data buffers + 1 credit-message buffer, and the
- * send queue has exactly @ntx entries (plus the drain WR), because every
- * posted WR owns a buffer until reclaimed: the send queue cannot overflow.
+ * Sizing: @ntx = depth data buffers + 1 credit-message buffer, @nops =
+ * depth operation slots, and the send queue has exactly @ntx + @nops
+ * entries (plus the drain WR), because every posted WR owns a buffer or an
+ * operation slot until reclaimed: the send queue cannot overflow.
  * The receive ring has depth buffers; the peer's credits bound what it
  * sends to what is posted, so with rnr_retry 0 a credit bug is an error,
  * not a stall.
@@ -186,7 +215,11 @@ struct kmsg_ep {
 	struct list_head tx_free;
 	u32 tx_nfree;
 	struct list_head pending;
-	struct kmsg_buf **sq_ring;
+	struct kmsg_op *ops;
+	u16 nops;
+	struct list_head op_free;
+	u32 op_nfree;
+	struct kmsg_wr **sq_ring;
 	struct kmsg_sq sq;
 	struct kmsg_credit credit;
 	u32 tx_seq;
@@ -215,7 +248,11 @@ int kmsg_post_recv(struct kverbs_ep *ep, struct kmsg_rx *rx);
 int kmsg_flush_locked(struct kverbs_ep *ep);
 void kmsg_fail_pending(struct kverbs_ep *ep);
 void kmsg_reclaim_tail(struct kverbs_ep *ep);
-void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc);
+void kmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc);
+struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags);
+void kmsg_op_put(struct kverbs_ep *ep, struct kmsg_op *op);
+int kmsg_post_op_locked(struct kverbs_ep *ep, struct kmsg_op *op,
+			struct ib_send_wr *wr);
 void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 void kmsg_schedule_defer(struct kverbs_ep *ep);
 

@@ -114,43 +114,67 @@ static void kmsg_put_free_locked(struct kmsg_ep *m, struct kmsg_buf *b)
 }
 
 /*
+ * Account for @w in the send queue and post @wr.  The one place every WR
+ * of the library goes through, so one counter decides signaling for all.
+ * @last: @w holds the last free buffer or slot of its pool.
+ */
+static int kmsg_post_wr_locked(struct kverbs_ep *ep, struct kmsg_wr *w,
+			       struct ib_send_wr *wr, bool want_signal,
+			       bool last, bool *signaled)
+{
+	struct kmsg_ep *m = &ep->msg;
+	const struct ib_send_wr *bad;
+	u32 pos, unsignaled = m->sq.unsignaled;
+	bool sig;
+	int ret;
+
+	lockdep_assert_held(&ep->lock);
+	sig = kmsg_sq_post(&m->sq, want_signal, last, &pos);
+	m->sq_ring[pos % m->sq.size] = w;
+	w->pos = pos;
+	wr->wr_cqe = &w->cqe;
+	if (sig)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	ret = ib_post_send(ep->qp, wr, &bad);
+	if (ret) {
+		kmsg_sq_unpost(&m->sq, unsignaled);
+		return ret;
+	}
+	if (sig)
+		atomic64_inc(&m->stats.signaled);
+	*signaled = sig;
+	return 0;
+}
+
+/*
  * Post @b now if a credit allows.  Return 0 when posted, -EAGAIN when no
  * credit, or the provider's error (the endpoint is then torn down).
  */
 static int kmsg_post_locked(struct kverbs_ep *ep, struct kmsg_buf *b)
 {
 	struct kmsg_ep *m = &ep->msg;
-	const struct ib_send_wr *bad;
 	struct ib_send_wr wr = {};
 	struct ib_sge sge;
-	u32 pos, unsignaled = m->sq.unsignaled;
-	bool sig;
+	bool sig = false;
 	u16 grant;
 	int ret;
 
-	lockdep_assert_held(&ep->lock);
 	if (!kmsg_credit_take(&m->credit, &grant))
 		return -EAGAIN;
 	kmsg_hdr_fill(b->data, b->ctrl ? KMSG_TYPE_CREDIT : KMSG_TYPE_DATA,
 		      grant, m->tx_seq, b->len);
-	sig = kmsg_sq_post(&m->sq, b->ctrl || (b->flags & KMSG_NOTIFY),
-			   !b->ctrl && !m->tx_nfree, &pos);
-	m->sq_ring[pos % m->sq.size] = b;
-	b->pos = pos;
-
 	sge.addr = b->dma;
 	sge.length = sizeof(struct kmsg_hdr) + b->len;
 	sge.lkey = ep->dom->pd->local_dma_lkey;
 	ib_dma_sync_single_for_device(ep->dom->pd->device, b->dma, sge.length,
 				      DMA_TO_DEVICE);
-	wr.wr_cqe = &b->cqe;
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IB_WR_SEND;
-	wr.send_flags = sig ? IB_SEND_SIGNALED : 0;
-	ret = ib_post_send(ep->qp, &wr, &bad);
+	ret = kmsg_post_wr_locked(ep, &b->wr, &wr,
+				  b->ctrl || (b->flags & KMSG_NOTIFY),
+				  !b->ctrl && !m->tx_nfree, &sig);
 	if (ret) {
-		kmsg_sq_unpost(&m->sq, unsignaled);
 		m->credit.avail++;
 		m->credit.ungranted += grant;
 		return ret;
@@ -160,11 +184,87 @@ static int kmsg_post_locked(struct kverbs_ep *ep, struct kmsg_buf *b)
 	b->state = KMSG_BUF_POSTED;
 	atomic64_inc(&m->stats.sent);
 	atomic64_add(grant, &m->stats.credits_granted);
-	if (sig)
-		atomic64_inc(&m->stats.signaled);
 	if (b->ctrl)
 		atomic64_inc(&m->stats.credit_msgs);
 	return 0;
+}
+
+/**
+ * kmsg_op_get - take an operation slot of the send queue
+ * @ep: connected endpoint
+ * @flags: KMSG_NOWAIT to fail instead of sleeping
+ *
+ * Context: process, may sleep (killable); any context with KMSG_NOWAIT.
+ * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
+ * endpoint's error.
+ */
+struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
+{
+	struct kmsg_ep *m = &ep->msg;
+	struct kmsg_op *op = NULL;
+	unsigned long irqflags;
+	int err = 0;
+
+	if (!(flags & KMSG_NOWAIT) &&
+	    wait_event_killable(m->tx_wait, READ_ONCE(m->op_nfree) ||
+				READ_ONCE(ep->state) != KVERBS_EP_CONNECTED))
+		return ERR_PTR(-EINTR);
+	spin_lock_irqsave(&ep->lock, irqflags);
+	if (ep->state != KVERBS_EP_CONNECTED) {
+		err = ep->error ?: -ENOTCONN;
+	} else {
+		op = list_first_entry_or_null(&m->op_free, struct kmsg_op,
+					      node);
+		if (op) {
+			list_del_init(&op->node);
+			m->op_nfree--;
+		} else {
+			err = -EAGAIN;
+		}
+	}
+	spin_unlock_irqrestore(&ep->lock, irqflags);
+	if (err == -EAGAIN && !(flags & KMSG_NOWAIT))
+		return kmsg_op_get(ep, flags);
+	return op ?: ERR_PTR(err);
+}
+
+/**
+ * kmsg_op_put - give back an operation slot that was not posted
+ * @ep: endpoint
+ * @op: slot from kmsg_op_get()
+ *
+ * Context: any.
+ */
+void kmsg_op_put(struct kverbs_ep *ep, struct kmsg_op *op)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&ep->lock, flags);
+	list_add(&op->node, &ep->msg.op_free);
+	ep->msg.op_nfree++;
+	spin_unlock_irqrestore(&ep->lock, flags);
+	wake_up(&ep->msg.tx_wait);
+}
+
+/**
+ * kmsg_post_op_locked - post an RDMA operation or registration
+ * @ep: endpoint
+ * @op: slot from kmsg_op_get(), with @done and @ctx set
+ * @wr: the work request; signaled if @op->done is set
+ *
+ * Context: any, ep->lock held.
+ * Return: 0, -ENOTCONN once the endpoint is going down, or the provider's
+ * post error; the slot is the caller's again on error.
+ */
+int kmsg_post_op_locked(struct kverbs_ep *ep, struct kmsg_op *op,
+			struct ib_send_wr *wr)
+{
+	bool sig;
+
+	if (ep->state != KVERBS_EP_CONNECTED)
+		return ep->error ?: -ENOTCONN;
+	return kmsg_post_wr_locked(ep, &op->wr, wr, op->done,
+				   !ep->msg.op_nfree, &sig);
 }
 
 /**
@@ -289,9 +389,12 @@ void kmsg_unreserve(struct kmsg_buf *buf)
 }
 EXPORT_SYMBOL_NS_GPL(kmsg_unreserve, KVERBS_NS);
 
-/* Reclaimed buffers whose caller asked for KMSG_NOTIFY. */
+/* Callbacks owed for reclaimed WRs, run after ep->lock is dropped. */
 struct kmsg_notify {
-	void *cookie[8];
+	struct {
+		struct kmsg_op *op;	/* NULL: a buffer's ->send_done */
+		void *cookie;
+	} c[8];
 	unsigned int n;
 };
 
@@ -300,14 +403,23 @@ static void kmsg_notify_flush(struct kverbs_ep *ep, struct kmsg_notify *nt,
 {
 	unsigned int i;
 
-	for (i = 0; i < nt->n; i++)
-		ep->dom->ops->send_done(ep, nt->cookie[i], status);
+	for (i = 0; i < nt->n; i++) {
+		struct kmsg_op *op = nt->c[i].op;
+
+		if (!op) {
+			ep->dom->ops->send_done(ep, nt->c[i].cookie, status);
+			continue;
+		}
+		if (op->done)
+			op->done(op->ctx, status);
+		kmsg_op_put(ep, op);
+	}
 	nt->n = 0;
 }
 
 /*
  * Reclaim every WR up to position @pos, which completed with @status, and
- * tell callers that asked.  Returns whether the credit-message buffer was
+ * run the callbacks owed.  Returns whether the credit-message buffer was
  * among them.
  */
 static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
@@ -321,19 +433,27 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 	spin_lock_irqsave(&ep->lock, flags);
 	n = kmsg_sq_reclaim(&m->sq, pos);
 	while (n--) {
-		struct kmsg_buf *r = m->sq_ring[(m->sq.tail - n - 1) %
-						m->sq.size];
+		struct kmsg_wr *w = m->sq_ring[(m->sq.tail - n - 1) %
+					       m->sq.size];
+		struct kmsg_buf *b = container_of(w, struct kmsg_buf, wr);
+		bool owed = w->kind == KMSG_WR_OP || (b->flags & KMSG_NOTIFY);
 
-		if (r->flags & KMSG_NOTIFY) {
-			if (nt.n == ARRAY_SIZE(nt.cookie)) {
-				spin_unlock_irqrestore(&ep->lock, flags);
-				kmsg_notify_flush(ep, &nt, status);
-				spin_lock_irqsave(&ep->lock, flags);
-			}
-			nt.cookie[nt.n++] = r->cookie;
+		if (owed && nt.n == ARRAY_SIZE(nt.c)) {
+			spin_unlock_irqrestore(&ep->lock, flags);
+			kmsg_notify_flush(ep, &nt, status);
+			spin_lock_irqsave(&ep->lock, flags);
 		}
-		ctrl |= r->ctrl;
-		kmsg_put_free_locked(m, r);
+		if (w->kind == KMSG_WR_OP) {
+			nt.c[nt.n].op = container_of(w, struct kmsg_op, wr);
+			nt.c[nt.n++].cookie = NULL;
+			continue;
+		}
+		if (owed) {
+			nt.c[nt.n].op = NULL;
+			nt.c[nt.n++].cookie = b->cookie;
+		}
+		ctrl |= b->ctrl;
+		kmsg_put_free_locked(m, b);
 		atomic64_inc(&m->stats.reclaimed);
 	}
 	spin_unlock_irqrestore(&ep->lock, flags);
@@ -342,8 +462,24 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 	return ctrl;
 }
 
+static int kmsg_wc_errno(enum ib_wc_status st)
+{
+	switch (st) {
+	case IB_WC_SUCCESS:
+		return 0;
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_REM_INV_REQ_ERR:
+	case IB_WC_REM_OP_ERR:
+		return -EREMOTEIO;
+	default:
+		return -EIO;
+	}
+}
+
 /**
- * kmsg_send_done - completion of a send WR, signaled or flushed
+ * kmsg_wr_done - completion of a send-queue WR, signaled or flushed
  * @cq: the domain's CQ
  * @wc: work completion
  *
@@ -351,32 +487,33 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
  *
  * Context: softirq or poll (CQ callback), serialised per domain.
  */
-void kmsg_send_done(struct ib_cq *cq, struct ib_wc *wc)
+void kmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct kmsg_buf *b = container_of(wc->wr_cqe, struct kmsg_buf, cqe);
-	struct kverbs_ep *ep = b->ep;
-	int status = wc->status == IB_WC_SUCCESS ? 0 :
-		     wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
+	struct kmsg_wr *w = container_of(wc->wr_cqe, struct kmsg_wr, cqe);
+	struct kverbs_ep *ep = w->ep;
+	int status = kmsg_wc_errno(wc->status);
 	unsigned long flags;
 	bool locked;
 	int ret = 0;
 
 	locked = kmsg_cq_enter(ep->dom);
 	/* A freed credit-message buffer may be what grants waited for. */
-	if (kmsg_reclaim_through(ep, b->pos, status) && !status) {
+	if (kmsg_reclaim_through(ep, w->pos, status) && !status) {
 		spin_lock_irqsave(&ep->lock, flags);
 		ret = kmsg_flush_locked(ep);
 		spin_unlock_irqrestore(&ep->lock, flags);
 	}
 	kmsg_cq_exit(ep->dom, locked);
 
-	if (status == -EIO) {
+	if (status && status != -ECONNRESET) {
 		atomic64_inc(&ep->stat_errors);
-		trace_kmsg_error(ep, "send completion failed");
-		pr_err_ratelimited("%s: send completion failed: %s (%d), peer node %u\n",
-				   ep->dom->name, ib_wc_status_msg(wc->status),
-				   wc->status, ep->peer_node);
-		ret = -EIO;
+		trace_kmsg_error(ep, ib_wc_status_msg(wc->status));
+		pr_err_ratelimited("%s: %s completion failed: %s (%d), peer node %u\n",
+				   ep->dom->name,
+				   w->kind == KMSG_WR_OP ? "operation" : "send",
+				   ib_wc_status_msg(wc->status), wc->status,
+				   ep->peer_node);
+		ret = status;
 	}
 	if (ret)
 		kverbs_ep_schedule_teardown(ep, ret);
@@ -425,12 +562,13 @@ void kmsg_fail_pending(struct kverbs_ep *ep)
 					     node))) {
 		list_del_init(&b->node);
 		if (b->flags & KMSG_NOTIFY) {
-			if (nt.n == ARRAY_SIZE(nt.cookie)) {
+			if (nt.n == ARRAY_SIZE(nt.c)) {
 				spin_unlock_irqrestore(&ep->lock, flags);
 				kmsg_notify_flush(ep, &nt, -ECONNRESET);
 				spin_lock_irqsave(&ep->lock, flags);
 			}
-			nt.cookie[nt.n++] = b->cookie;
+			nt.c[nt.n].op = NULL;
+			nt.c[nt.n++].cookie = b->cookie;
 		}
 		kmsg_put_free_locked(m, b);
 	}

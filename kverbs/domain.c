@@ -63,6 +63,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	mutex_init(&dom->lock);
 	INIT_LIST_HEAD(&dom->eps);
 	INIT_LIST_HEAD(&dom->listeners);
+	INIT_LIST_HEAD(&dom->regions);
 	INIT_LIST_HEAD(&dom->dev_node);
 	strscpy(dom->name, attr->name ?: "anon", sizeof(dom->name));
 	dom->ops = attr->ops;
@@ -190,6 +191,7 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 		return;
 	}
 	WARN_ON(dom->cq_used);
+	kverbs_domain_drop_regions(dom);
 	spin_lock_bh(&dom->poll_lock);
 	dom->poll_cq = NULL;
 	spin_unlock_bh(&dom->poll_lock);

@@ -60,8 +60,8 @@ void kverbs_device_exit(void);
  * @eps and @listeners, and @dying.  Callbacks of @ops run without it.
  *
  * CQ sizing: each endpoint needs KVERBS_EP_CQES(depth) entries: a send
- * queue of depth + 1 buffers (data and the credit message) and a receive
- * ring of depth, plus one drain WR on each queue.  The CQ holds max_eps of
+ * queue of depth + 1 buffers (data and the credit message) and depth RDMA
+ * operations, a receive ring of depth, plus one drain WR on each queue.  The CQ holds max_eps of
  * those and an endpoint beyond max_eps is refused with -ENOSPC instead of
  * risking a CQ overrun.
  *
@@ -85,6 +85,7 @@ struct kverbs_domain {
 	unsigned int cq_used;
 	struct list_head eps;
 	struct list_head listeners;
+	struct list_head regions;
 	struct list_head dev_node;
 	bool dying;
 	struct workqueue_struct *wq;
@@ -110,7 +111,8 @@ struct kverbs_domain {
 	atomic64_t closed_reclaimed;
 };
 
-#define KVERBS_EP_CQES(depth)	(2 * ((depth) + 1) + 1)
+/* send: depth + 1 buffers, depth operations, drain; receive: depth, drain */
+#define KVERBS_EP_CQES(depth)	(3 * (depth) + 3)
 
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev);
 void kverbs_domain_get(struct kverbs_domain *dom);
@@ -189,6 +191,11 @@ enum kverbs_cm_reason kverbs_cm_rej_parse(const void *data, unsigned int len);
 int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err);
 void kverbs_ep_put(struct kverbs_ep *ep);
+
+/* region.c */
+void kverbs_domain_drop_regions(struct kverbs_domain *dom);
+int kverbs_region_local(const struct kverbs_region *r, u64 off, u32 len,
+			struct ib_sge *sge);
 
 /* debugfs.c */
 void kverbs_debugfs_init(void);

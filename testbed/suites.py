@@ -283,7 +283,8 @@ def _integration_body(res, suite, c, plain):
 
     # Clean unload on both nodes.
     for n in (n0, n1):
-        r = n.run("rmmod kping; rmmod kverbs && ! lsmod | grep -q kverbs",
+        r = n.run("rmmod krdma 2>/dev/null; rmmod kping; rmmod kverbs && "
+                  "! lsmod | grep -q kverbs",
                   timeout=120)
         res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
 
@@ -304,33 +305,54 @@ def _server_reclaimed(res, suite, n0, what):
               m.group(1) == m.group(2), r.out)
 
 
-def _messaging(res, suite, n0, n1):
+def _messaging(res, suite, n0, n1, tracing=True, kvping=True):
     """kmsg behaviour between two guests: handler contexts, a burst far
     beyond the receive depth with RNR retry off, malformed headers,
-    tracepoints, rdma restrack, and a disconnect with sends in flight."""
+    tracepoints, rdma restrack, a disconnect with sends in flight and
+    one-sided operations."""
+    _handler_modes(res, suite, n0, n1)
+    _burst(res, suite, n0, n1)
+    r = _restart_server(n0)
+    res.check(suite, "server back in softirq mode", r.rc == 0, r.out)
+    if tracing:
+        _tracepoints(res, suite, n0, n1)
+    else:
+        print(f"  [SKIP] {suite}: tracepoints (this kernel has no tracefs; "
+              "the distro-kernel suites check them)")
+    if kvping:
+        _bad_headers(res, suite, n0, n1)
+    else:
+        print(f"  [SKIP] {suite}: malformed headers (no kvping in this "
+              "guest; the distro-kernel suites check them)")
+    _kill_in_flight(res, suite, n0, n1)
+    _krdma(res, suite, n0, n1)
+
+
+def _handler_modes(res, suite, n0, n1):
     for mode in ("wq", "poll"):
         r = _restart_server(n0, mode=mode)
         res.check(suite, f"server in {mode} mode", r.rc == 0, r.out)
         r = n1.run(kping(n1, n0, count=1000, size=256, mode=mode,
-                         outstanding=4) + " && rmmod kping", timeout=300)
+                         outstanding=4) + " && rmmod kping", timeout=600)
         res.check(suite, f"{mode} handlers both sides: 1000 round trips, "
                   "4 outstanding", r.rc == 0, r.out)
 
-    # 100 x depth in one one-way burst; rnr_retry 0 on both sides turns
-    # any message sent without a posted receive into a fatal error.
+
+def _burst(res, suite, n0, n1):
+    """100 x depth in one one-way burst; rnr_retry 0 on both sides turns
+    any message sent without a posted receive into a fatal error."""
     r = _restart_server(n0, rnr_retry=0, depth=16)
     res.check(suite, "server with rnr_retry 0, depth 16", r.rc == 0, r.out)
     r = n1.run(kping(n1, n0, count=10, burst=1600, size=256, depth=16,
-                     rnr_retry=0) + " && rmmod kping", timeout=600)
+                     rnr_retry=0) + " && rmmod kping", timeout=900)
     ok, log_ = _dmesg_has(n0, rf"node {n1.node_id}: burst of 1600, 1600 "
                           "in order and intact")
     res.check(suite, "burst of 100 x depth (1600 at depth 16), rnr_retry "
               "0: no loss, reordering or stall", r.rc == 0 and ok,
               f"client rc {r.rc}: {r.out}\nserver log:\n{log_[-1000:]}")
 
-    # Tracepoints and restrack while a client is connected.
-    r = _restart_server(n0)
-    res.check(suite, "server back in softirq mode", r.rc == 0, r.out)
+
+def _tracepoints(res, suite, n0, n1):
     r = n1.run("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
                "T=/sys/kernel/tracing; echo 1 > $T/events/kmsg/enable && "
                f"{kping(n1, n0, count=20)} && echo 0 > "
@@ -342,8 +364,10 @@ def _messaging(res, suite, n0, n1):
               "kmsg_recv:" in r.out, r.out[-1500:])
     n1.run("rmmod kping", timeout=30)
 
-    # Malformed headers from a user-space peer: dropped, counted, logged,
-    # connection closed.
+
+def _bad_headers(res, suite, n0, n1):
+    """Malformed headers from a user-space peer: dropped, counted,
+    logged, connection closed."""
     kvping = "/kvlab/bin/kvping"
     for bad, text in [("type", "unknown type"),
                       ("flags", "unknown flags"),
@@ -363,10 +387,11 @@ def _messaging(res, suite, n0, n1):
                   f"kvping rc {r.rc}: {r.out}\nserver log tail:\n" +
                   log_[-800:])
 
-    # A client killed with sends in flight: the server reclaims them all.
+
+def _kill_in_flight(res, suite, n0, n1):
+    """A client killed with sends in flight: the server reclaims them."""
     n1.run(f"({kping(n1, n0, count=1000000, outstanding=8)}; "
-           "echo rc=$?) > /tmp/kill.out 2>&1 &",
-           timeout=30)
+           "echo rc=$?) > /tmp/kill.out 2>&1 &", timeout=30)
     r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
                "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
                "exit 0; sleep 0.5; done; exit 1", timeout=60)
@@ -385,6 +410,23 @@ def _messaging(res, suite, n0, n1):
     res.check(suite, "server endpoint gone after the kill", r.rc == 0,
               r.out)
     _server_reclaimed(res, suite, n0, "kill with 8 in flight")
+
+
+def _krdma(res, suite, n0, n1):
+    """One-sided operations through per-region rkeys."""
+    r = n0.run("insmod /kvlab/modules/krdma.ko", timeout=60)
+    res.check(suite, "krdma server loads", r.rc == 0, r.out)
+    r = n1.run(f"insmod /kvlab/modules/krdma.ko server={n0.ip} "
+               f"node_id={n1.node_id}; echo rc=$?; dmesg | grep krdma: && "
+               "rmmod krdma", timeout=300)
+    res.check(suite, "RDMA read, write, compare-and-swap, fetch-and-add "
+              "on registered regions", "rc=0" in r.out and
+              "fetch-and-add ok" in r.out, r.out)
+    res.check(suite, "access through an invalidated rkey refused",
+              "rc=0" in r.out and "invalidated rkey refused" in r.out,
+              r.out)
+    r = n0.run("rmmod krdma", timeout=60)
+    res.check(suite, "krdma server unloads", r.rc == 0, r.out)
 
 
 def _device_removal(res, suite, n0, n1):
@@ -472,7 +514,7 @@ def suite_integration_debug(res):
                         kunit=True)
     workdir = _fresh_workdir(name)
     files = {f"/kvlab/modules/{n}": mods[n] for n in ("kverbs.ko",
-                                                     "kping.ko")}
+                                                     "kping.ko", "krdma.ko")}
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     try:
         with Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
@@ -487,6 +529,7 @@ def suite_integration_debug(res):
                        " && rmmod kping", timeout=600)
             res.check(name, "kping 500 round trips under KASAN/lockdep",
                       r.rc == 0, r.out)
+            _messaging(res, name, n0, n1, tracing=False, kvping=False)
             _device_removal(res, name, n0, n1)
             for n in (n0, n1):
                 r = n.run("rmmod kping; rmmod kverbs && "

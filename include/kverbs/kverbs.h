@@ -127,4 +127,39 @@ void *kverbs_ep_priv(const struct kverbs_ep *ep);
 
 int kverbs_domain_poll(struct kverbs_domain *dom, int budget);
 
+/* Registered regions and one-sided operations (kverbs/region.c, rdma.c) */
+struct kverbs_region;
+struct page;
+
+#define KVERBS_ACCESS_REMOTE_READ	0x1
+#define KVERBS_ACCESS_REMOTE_WRITE	0x2
+#define KVERBS_ACCESS_REMOTE_ATOMIC	0x4
+#define KVERBS_ACCESS_ALL		0x7
+#define KVERBS_REGION_MAX_PAGES		1024
+
+typedef void (*kverbs_rdma_done_t)(void *ctx, int status);
+
+struct kverbs_region *kverbs_region_register(struct kverbs_ep *ep,
+					     struct page **pages,
+					     unsigned int npages, u32 access);
+void kverbs_region_unregister(struct kverbs_region *r);
+u32 kverbs_region_rkey(const struct kverbs_region *r);
+u64 kverbs_region_addr(const struct kverbs_region *r);
+u64 kverbs_region_len(const struct kverbs_region *r);
+
+int kverbs_rdma_read(struct kverbs_ep *ep, struct kverbs_region *local,
+		     u64 off, u64 raddr, u32 rkey, u32 len,
+		     kverbs_rdma_done_t done, void *ctx, unsigned int flags);
+int kverbs_rdma_write(struct kverbs_ep *ep, struct kverbs_region *local,
+		      u64 off, u64 raddr, u32 rkey, u32 len,
+		      kverbs_rdma_done_t done, void *ctx, unsigned int flags);
+int kverbs_atomic_cmp_swap(struct kverbs_ep *ep, struct kverbs_region *local,
+			   u64 off, u64 raddr, u32 rkey, u64 compare,
+			   u64 swap, kverbs_rdma_done_t done, void *ctx,
+			   unsigned int flags);
+int kverbs_atomic_fetch_add(struct kverbs_ep *ep, struct kverbs_region *local,
+			    u64 off, u64 raddr, u32 rkey, u64 add,
+			    kverbs_rdma_done_t done, void *ctx,
+			    unsigned int flags);
+
 #endif /* _KVERBS_KVERBS_H */
