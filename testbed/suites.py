@@ -289,6 +289,14 @@ def _integration_body(res, suite, c, plain):
         res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
 
 
+def _wait_connected(res, suite, n0, what):
+    """Wait until the kping server lists a connected endpoint."""
+    r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
+               "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
+               "exit 0; sleep 0.5; done; exit 1", timeout=60)
+    res.check(suite, what, r.rc == 0, r.out)
+
+
 def _restart_server(n0, **params):
     """Reload the kping server with other module parameters."""
     return n0.run("rmmod kping 2>/dev/null; " + kping(n0, **params),
@@ -392,10 +400,7 @@ def _kill_in_flight(res, suite, n0, n1):
     """A client killed with sends in flight: the server reclaims them."""
     n1.run(f"({kping(n1, n0, count=1000000, outstanding=8)}; "
            "echo rc=$?) > /tmp/kill.out 2>&1 &", timeout=30)
-    r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
-               "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
-               "exit 0; sleep 0.5; done; exit 1", timeout=60)
-    res.check(suite, "8-outstanding client connected", r.rc == 0, r.out)
+    _wait_connected(res, suite, n0, "8-outstanding client connected")
     r = n0.run("rdma res show qp | grep -i -E 'rc|RC'", timeout=30)
     res.check(suite, "rdma res show qp lists the RC QP", r.rc == 0 and
               r.out.strip(), r.out)
@@ -434,10 +439,7 @@ def _device_removal(res, suite, n0, n1):
     cleanly, the server reclaims everything, a new device works again."""
     n1.run(f"({kping(n1, n0, count=1000000, timeout_ms=3000, outstanding=8)}; "
            "echo rc=$?) > /tmp/bg.out 2>&1 &", timeout=30)
-    r = n0.run("for i in $(seq 60); do grep -q 'state connected' "
-               "/sys/kernel/debug/kverbs/kping-server.*/endpoints && "
-               "exit 0; sleep 0.5; done; exit 1", timeout=60)
-    res.check(suite, "long-running client connected", r.rc == 0, r.out)
+    _wait_connected(res, suite, n0, "long-running client connected")
     r = n0.run("rdma link delete rxe0 && sleep 2 && rdma link", timeout=60)
     res.check(suite, "rdma link delete with a live connection", r.rc == 0,
               r.out)
