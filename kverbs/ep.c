@@ -435,6 +435,8 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	was = ep->state;
 	ep->state = KVERBS_EP_CLOSING;
 	spin_unlock_irqrestore(&ep->lock, flags);
+	/* Reservers sleeping for a buffer must see CLOSING, not wait on. */
+	wake_up_all(&ep->msg.tx_wait);
 
 	/* A handler creating the QP holds dom->lock: wait for it, then look. */
 	mutex_lock(&dom->lock);
