@@ -44,10 +44,9 @@ int kmsg_post_recv(struct kverbs_ep *ep, struct kmsg_rx *rx)
 static void kmsg_repost(struct kverbs_ep *ep, struct kmsg_rx *rx)
 {
 	struct kverbs_domain *dom = ep->dom;
-	unsigned long flags;
 	int ret = 0;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	if (ep->state == KVERBS_EP_CONNECTED) {
 		ib_dma_sync_single_for_device(dom->pd->device, rx->dma,
 					      ep->msg.buf_size,
@@ -58,7 +57,7 @@ static void kmsg_repost(struct kverbs_ep *ep, struct kmsg_rx *rx)
 			ret = kmsg_flush_locked(ep);
 		}
 	}
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (ret) {
 		pr_err_ratelimited("%s: receive repost failed: %d\n", dom->name,
 				   ret);
@@ -86,14 +85,13 @@ static void kmsg_proto_error(struct kverbs_ep *ep, const char *why, u32 seq)
 void kmsg_schedule_defer(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
-	unsigned long flags;
 
-	spin_lock_irqsave(&dom->defer_lock, flags);
+	spin_lock_bh(&dom->defer_lock);
 	if (list_empty(&ep->msg.defer_node)) {
 		kref_get(&ep->ref);
 		list_add_tail(&ep->msg.defer_node, &dom->defer_list);
 	}
-	spin_unlock_irqrestore(&dom->defer_lock, flags);
+	spin_unlock_bh(&dom->defer_lock);
 	queue_work(dom->wq, &dom->defer_work);
 }
 
@@ -102,16 +100,15 @@ static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
 {
 	struct kmsg_ep *m = &ep->msg;
 	enum kmsg_verdict v;
-	unsigned long flags;
 	bool queue;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	/* Before ->connected, or behind deferred ones: process context. */
 	queue = ep->state != KVERBS_EP_CONNECTED ||
 		kmsg_backlog_must_queue(&m->backlog);
 	if (queue)
 		kmsg_backlog_add(&m->backlog, rx);
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (queue) {
 		trace_kmsg_defer(ep, rx->seq, true);
 		if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
@@ -121,9 +118,9 @@ static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
 
 	v = ep->dom->ops->recv(ep, rx, ctx);
 	if (v == KMSG_DEFER && !rx->kept) {
-		spin_lock_irqsave(&ep->lock, flags);
+		spin_lock_bh(&ep->lock);
 		kmsg_backlog_push_front(&m->backlog, rx);
-		spin_unlock_irqrestore(&ep->lock, flags);
+		spin_unlock_bh(&ep->lock);
 		atomic64_inc(&m->stats.deferrals);
 		trace_kmsg_defer(ep, rx->seq, false);
 		kmsg_schedule_defer(ep);
@@ -148,7 +145,6 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct kverbs_domain *dom = ep->dom;
 	struct kmsg_ep *m = &ep->msg;
 	enum kmsg_wire_err e;
-	unsigned long flags;
 	u16 credits;
 	bool locked;
 	u8 type;
@@ -182,11 +178,11 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&m->stats.polled);
 	trace_kmsg_recv(ep, rx->seq, rx->len, credits, type);
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	ret = kmsg_credit_receive(&m->credit, credits);
 	if (!ret && credits)
 		ret = kmsg_flush_locked(ep);
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (ret == -EPROTO) {
 		kmsg_proto_error(ep, "credits beyond the announced depth",
 				 rx->seq);
@@ -210,14 +206,13 @@ static void kmsg_defer_ep(struct kverbs_ep *ep)
 {
 	struct kmsg_ep *m = &ep->msg;
 	struct kmsg_rx *rx;
-	unsigned long flags;
 	bool live;
 
 	for (;;) {
-		spin_lock_irqsave(&ep->lock, flags);
+		spin_lock_bh(&ep->lock);
 		rx = kmsg_backlog_next(&m->backlog);
 		live = ep->state == KVERBS_EP_CONNECTED;
-		spin_unlock_irqrestore(&ep->lock, flags);
+		spin_unlock_bh(&ep->lock);
 		if (!rx)
 			return;
 		if (!live) {
@@ -320,17 +315,16 @@ EXPORT_SYMBOL_NS_GPL(kmsg_rx_ep, KVERBS_NS);
 int kmsg_rx_keep(struct kmsg_rx *rx)
 {
 	struct kverbs_ep *ep = rx->ep;
-	unsigned long flags;
 	int ret = 0;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	if (rx->kept)
 		ret = -EINVAL;
 	else if (ep->msg.kept >= ep->msg.max_kept)
 		ret = -ENOBUFS;
 	else
 		ep->msg.kept++;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (ret)
 		return ret;
 	rx->kept = true;
@@ -350,13 +344,12 @@ EXPORT_SYMBOL_NS_GPL(kmsg_rx_keep, KVERBS_NS);
 void kmsg_rx_release(struct kmsg_rx *rx)
 {
 	struct kverbs_ep *ep = rx->ep;
-	unsigned long flags;
 
 	if (WARN_ON_ONCE(!rx->kept))
 		return;
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	ep->msg.kept--;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	rx->kept = false;
 	kmsg_repost(ep, rx);
 	kverbs_ep_put(ep);

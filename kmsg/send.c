@@ -33,17 +33,16 @@ static struct kmsg_buf *kmsg_get_free_locked(struct kmsg_ep *m)
 static bool kmsg_can_reserve(struct kverbs_ep *ep, struct kmsg_buf **b,
 			     int *err)
 {
-	unsigned long flags;
 	bool done = true;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	if (ep->state != KVERBS_EP_CONNECTED) {
 		*err = ep->error ?: -ENOTCONN;
 	} else {
 		*b = kmsg_get_free_locked(&ep->msg);
 		done = *b;
 	}
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	return done;
 }
 
@@ -58,8 +57,8 @@ static bool kmsg_can_reserve(struct kverbs_ep *ep, struct kmsg_buf **b,
  * passed to kmsg_send() or kmsg_unreserve() soon, as it holds a slot of
  * the pool.
  *
- * Context: process, may sleep (killable) until a buffer is reclaimed; any
- * context with KMSG_NOWAIT.
+ * Context: process, may sleep (killable) until a buffer is reclaimed;
+ * softirq with KMSG_NOWAIT (never hard interrupt).
  * Return: the buffer, or ERR_PTR: -EMSGSIZE for a bad @len, -EAGAIN
  * (KMSG_NOWAIT and none free), -EINTR (fatal signal), -ENOTCONN or the
  * endpoint's error once it is not connected.
@@ -194,7 +193,7 @@ static int kmsg_post_locked(struct kverbs_ep *ep, struct kmsg_buf *b)
  * @ep: connected endpoint
  * @flags: KMSG_NOWAIT to fail instead of sleeping
  *
- * Context: process, may sleep (killable); any context with KMSG_NOWAIT.
+ * Context: process, may sleep (killable); softirq with KMSG_NOWAIT.
  * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
  * endpoint's error.
  */
@@ -202,14 +201,13 @@ struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
 {
 	struct kmsg_ep *m = &ep->msg;
 	struct kmsg_op *op = NULL;
-	unsigned long irqflags;
 	int err = 0;
 
 	if (!(flags & KMSG_NOWAIT) &&
 	    wait_event_killable(m->tx_wait, READ_ONCE(m->op_nfree) ||
 				READ_ONCE(ep->state) != KVERBS_EP_CONNECTED))
 		return ERR_PTR(-EINTR);
-	spin_lock_irqsave(&ep->lock, irqflags);
+	spin_lock_bh(&ep->lock);
 	if (ep->state != KVERBS_EP_CONNECTED) {
 		err = ep->error ?: -ENOTCONN;
 	} else {
@@ -222,7 +220,7 @@ struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
 			err = -EAGAIN;
 		}
 	}
-	spin_unlock_irqrestore(&ep->lock, irqflags);
+	spin_unlock_bh(&ep->lock);
 	if (err == -EAGAIN && !(flags & KMSG_NOWAIT))
 		return kmsg_op_get(ep, flags);
 	return op ?: ERR_PTR(err);
@@ -237,12 +235,11 @@ struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
  */
 void kmsg_op_put(struct kverbs_ep *ep, struct kmsg_op *op)
 {
-	unsigned long flags;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	list_add(&op->node, &ep->msg.op_free);
 	ep->msg.op_nfree++;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	wake_up(&ep->msg.tx_wait);
 }
 
@@ -321,7 +318,7 @@ int kmsg_flush_locked(struct kverbs_ep *ep)
  * when the peer returns credits; an endpoint that goes down first fails it
  * (->send_done with -ECONNRESET if KMSG_NOTIFY).
  *
- * Context: any; does not sleep.
+ * Context: process or softirq, not hard interrupt; does not sleep.
  * Return: 0 when posted or queued; -EMSGSIZE, -ENOTCONN or the endpoint's
  * error (no ->send_done then), or the provider's post error.
  */
@@ -330,13 +327,12 @@ int kmsg_send(struct kmsg_buf *buf, u32 len, unsigned int flags,
 {
 	struct kverbs_ep *ep = buf->ep;
 	struct kmsg_ep *m = &ep->msg;
-	unsigned long irqflags;
 	bool queued = false;
 	int ret;
 
-	spin_lock_irqsave(&ep->lock, irqflags);
+	spin_lock_bh(&ep->lock);
 	if (WARN_ON_ONCE(buf->state != KMSG_BUF_RESERVED)) {
-		spin_unlock_irqrestore(&ep->lock, irqflags);
+		spin_unlock_bh(&ep->lock);
 		return -EINVAL;
 	}
 	if (!len || len > kverbs_ep_max_send(ep))
@@ -359,7 +355,7 @@ int kmsg_send(struct kmsg_buf *buf, u32 len, unsigned int flags,
 	} else {
 		kmsg_put_free_locked(m, buf);
 	}
-	spin_unlock_irqrestore(&ep->lock, irqflags);
+	spin_unlock_bh(&ep->lock);
 	if (!queued)
 		wake_up(&m->tx_wait);
 	else if (ret)
@@ -378,12 +374,11 @@ EXPORT_SYMBOL_NS_GPL(kmsg_send, KVERBS_NS);
 void kmsg_unreserve(struct kmsg_buf *buf)
 {
 	struct kverbs_ep *ep = buf->ep;
-	unsigned long flags;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	if (!WARN_ON_ONCE(buf->state != KMSG_BUF_RESERVED))
 		kmsg_put_free_locked(&ep->msg, buf);
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	wake_up(&ep->msg.tx_wait);
 	kverbs_ep_put(ep);
 }
@@ -426,11 +421,10 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 {
 	struct kmsg_ep *m = &ep->msg;
 	struct kmsg_notify nt = { .n = 0 };
-	unsigned long flags;
 	bool ctrl = false;
 	u32 n;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	n = kmsg_sq_reclaim(&m->sq, pos);
 	while (n--) {
 		struct kmsg_wr *w = m->sq_ring[(m->sq.tail - n - 1) %
@@ -439,9 +433,9 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 		bool owed = w->kind == KMSG_WR_OP || (b->flags & KMSG_NOTIFY);
 
 		if (owed && nt.n == ARRAY_SIZE(nt.c)) {
-			spin_unlock_irqrestore(&ep->lock, flags);
+			spin_unlock_bh(&ep->lock);
 			kmsg_notify_flush(ep, &nt, status);
-			spin_lock_irqsave(&ep->lock, flags);
+			spin_lock_bh(&ep->lock);
 		}
 		if (w->kind == KMSG_WR_OP) {
 			nt.c[nt.n].op = container_of(w, struct kmsg_op, wr);
@@ -456,7 +450,7 @@ static bool kmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
 		kmsg_put_free_locked(m, b);
 		atomic64_inc(&m->stats.reclaimed);
 	}
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	wake_up(&m->tx_wait);
 	kmsg_notify_flush(ep, &nt, status);
 	return ctrl;
@@ -492,16 +486,15 @@ void kmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct kmsg_wr *w = container_of(wc->wr_cqe, struct kmsg_wr, cqe);
 	struct kverbs_ep *ep = w->ep;
 	int status = kmsg_wc_errno(wc->status);
-	unsigned long flags;
 	bool locked;
 	int ret = 0;
 
 	locked = kmsg_cq_enter(ep->dom);
 	/* A freed credit-message buffer may be what grants waited for. */
 	if (kmsg_reclaim_through(ep, w->pos, status) && !status) {
-		spin_lock_irqsave(&ep->lock, flags);
+		spin_lock_bh(&ep->lock);
 		ret = kmsg_flush_locked(ep);
-		spin_unlock_irqrestore(&ep->lock, flags);
+		spin_unlock_bh(&ep->lock);
 	}
 	kmsg_cq_exit(ep->dom, locked);
 
@@ -533,13 +526,12 @@ void kmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 void kmsg_reclaim_tail(struct kverbs_ep *ep)
 {
 	struct kmsg_sq *sq = &ep->msg.sq;
-	unsigned long flags;
 	u32 used, last;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	used = kmsg_sq_used(sq);
 	last = sq->head - 1;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (used)
 		kmsg_reclaim_through(ep, last, 0);
 }
@@ -555,24 +547,23 @@ void kmsg_fail_pending(struct kverbs_ep *ep)
 	struct kmsg_ep *m = &ep->msg;
 	struct kmsg_notify nt = { .n = 0 };
 	struct kmsg_buf *b;
-	unsigned long flags;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	while ((b = list_first_entry_or_null(&m->pending, struct kmsg_buf,
 					     node))) {
 		list_del_init(&b->node);
 		if (b->flags & KMSG_NOTIFY) {
 			if (nt.n == ARRAY_SIZE(nt.c)) {
-				spin_unlock_irqrestore(&ep->lock, flags);
+				spin_unlock_bh(&ep->lock);
 				kmsg_notify_flush(ep, &nt, -ECONNRESET);
-				spin_lock_irqsave(&ep->lock, flags);
+				spin_lock_bh(&ep->lock);
 			}
 			nt.c[nt.n].op = NULL;
 			nt.c[nt.n++].cookie = b->cookie;
 		}
 		kmsg_put_free_locked(m, b);
 	}
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	wake_up(&m->tx_wait);
 	kmsg_notify_flush(ep, &nt, -ECONNRESET);
 }

@@ -23,15 +23,14 @@ static const char * const kverbs_ep_state_names[] = {
 static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 {
 	struct kmsg_stats *st = &ep->msg.stats;
-	unsigned long flags;
 	u32 avail, ungranted, inflight, kept;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	avail = ep->msg.credit.avail;
 	ungranted = ep->msg.credit.ungranted;
 	inflight = kmsg_sq_used(&ep->msg.sq);
 	kept = ep->msg.kept;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 
 	seq_printf(m, "ep peer_node %u peer %pISpc state %s", ep->peer_node,
 		   &ep->peer_addr, kverbs_ep_state_names[READ_ONCE(ep->state)]);

@@ -75,12 +75,11 @@ static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
  */
 void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
 {
-	unsigned long flags;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	if (!ep->error)
 		ep->error = err;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 
 	kref_get(&ep->ref);
 	if (!queue_work(ep->dom->wq, &ep->teardown_work))
@@ -206,10 +205,9 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 
 static void kverbs_ep_connected(struct kverbs_ep *ep)
 {
-	unsigned long flags;
 	bool ok, early = false;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	ok = ep->state == KVERBS_EP_CONNECTING;
 	if (ok) {
 		kmsg_ep_connected(ep);
@@ -217,7 +215,7 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
 		early = kmsg_backlog_must_queue(&ep->msg.backlog);
 	}
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (!ok)
 		return;
 	/*
@@ -428,13 +426,12 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 	enum kverbs_ep_state was;
-	unsigned long flags;
 	struct ib_qp *qp;
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	was = ep->state;
 	ep->state = KVERBS_EP_CLOSING;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	/* Reservers sleeping for a buffer must see CLOSING, not wait on. */
 	wake_up_all(&ep->msg.tx_wait);
 
@@ -462,11 +459,11 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	list_del_init(&ep->dom_node);
 	mutex_unlock(&dom->lock);
 
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	ep->state = KVERBS_EP_CLOSED;
 	if (!ep->error)
 		ep->error = -ENOTCONN;
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	complete_all(&ep->done_connecting);
 
 	if (test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags) &&

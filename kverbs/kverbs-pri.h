@@ -143,7 +143,7 @@ enum {
  * the endpoint without a reference: ib_drain_qp() in teardown guarantees
  * that none runs after the QP is gone.
  *
- * Locking: @lock (irqsave, taken from softirq) protects @state and the
+ * Locking: @lock (bh: taken in softirq, never in hard interrupt) protects @state and the
  * send side of @msg (see struct kmsg_ep); teardown moves @state to CLOSING
  * under it, so nothing is posted once draining starts.
  */

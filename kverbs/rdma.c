@@ -15,7 +15,6 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 			    unsigned int flags)
 {
 	struct kmsg_op *op;
-	unsigned long irqflags;
 	int ret;
 
 	op = kmsg_op_get(ep, flags);
@@ -23,9 +22,9 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 		return PTR_ERR(op);
 	op->done = done;
 	op->ctx = ctx;
-	spin_lock_irqsave(&ep->lock, irqflags);
+	spin_lock_bh(&ep->lock);
 	ret = kmsg_post_op_locked(ep, op, wr);
-	spin_unlock_irqrestore(&ep->lock, irqflags);
+	spin_unlock_bh(&ep->lock);
 	if (ret)
 		kmsg_op_put(ep, op);
 	return ret;
@@ -65,7 +64,7 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * bounds, or an invalidated region; the connection then closes) or
  * -ECONNRESET (flushed at teardown).  Context of @done: softirq or poll.
  *
- * Context: process, may sleep; any context with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KMSG_NOWAIT.
  * Return: 0 when posted; -EINVAL, -EAGAIN, -EINTR, -ENOTCONN or the
  * endpoint's error, or a provider error.
  */
@@ -94,7 +93,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read, KVERBS_NS);
  * written data is visible to the peer (RC ordering), which is how a peer
  * learns that the data is there.
  *
- * Context: process, may sleep; any context with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KMSG_NOWAIT.
  * Return: as kverbs_rdma_read().
  */
 int kverbs_rdma_write(struct kverbs_ep *ep, struct kverbs_region *local,
@@ -145,7 +144,7 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * The previous value lands at @off in @local in the device's byte order
  * for atomics (host order on rxe).
  *
- * Context: process, may sleep; any context with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KMSG_NOWAIT.
  * Return: as kverbs_rdma_read(), or -EOPNOTSUPP if the device has no
  * atomics.
  */
@@ -171,7 +170,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_atomic_cmp_swap, KVERBS_NS);
  * @ctx: passed to @done
  * @flags: KMSG_NOWAIT to fail instead of sleeping for a free slot
  *
- * Context: process, may sleep; any context with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KMSG_NOWAIT.
  * Return: as kverbs_atomic_cmp_swap().
  */
 int kverbs_atomic_fetch_add(struct kverbs_ep *ep, struct kverbs_region *local,

@@ -46,7 +46,6 @@ static int kverbs_region_post(struct kverbs_region *r, struct ib_send_wr *wr)
 {
 	struct kverbs_ep *ep = r->ep;
 	struct kmsg_op *op;
-	unsigned long flags;
 	int ret;
 
 	op = kmsg_op_get(ep, 0);
@@ -55,9 +54,9 @@ static int kverbs_region_post(struct kverbs_region *r, struct ib_send_wr *wr)
 	op->done = kverbs_region_wr_done;
 	op->ctx = r;
 	reinit_completion(&r->wr_done);
-	spin_lock_irqsave(&ep->lock, flags);
+	spin_lock_bh(&ep->lock);
 	ret = kmsg_post_op_locked(ep, op, wr);
-	spin_unlock_irqrestore(&ep->lock, flags);
+	spin_unlock_bh(&ep->lock);
 	if (ret) {
 		kmsg_op_put(ep, op);
 		return ret;

@@ -24,15 +24,17 @@ KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kmsg", "kmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kping.ko", "krdma.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko"]
+BENCH_MODULES = ["rawping.ko"]
 
 WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)
 
 
-def stage(out, kunit=False):
+def stage(out, kunit=False, bench=False):
     """Copy the kernel sources to `out`, removing stale files."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    names = KERNEL_SOURCES + (["kunit"] if kunit else [])
+    names = (KERNEL_SOURCES + (["kunit"] if kunit else []) +
+             (["bench"] if bench else []))
     for name in names:
         src, dst = REPO / name, out / name
         if not src.exists():
@@ -46,21 +48,25 @@ def stage(out, kunit=False):
             shutil.copy2(src, dst)
     if not kunit and (out / "kunit").exists():
         shutil.rmtree(out / "kunit")
+    if not bench and (out / "bench").exists():
+        shutil.rmtree(out / "bench")
     return out
 
 
-def build(kdir, out, kunit=False, jobs=2, werror=True):
+def build(kdir, out, kunit=False, jobs=2, werror=True, bench=False):
     """Build the modules; return {module name: Path of .ko}."""
     kdir = Path(kdir)
     if not (kdir / "Makefile").exists():
         raise HarnessError(f"no kernel build tree at {kdir}",
                            "install the matching linux-headers package or "
                            "pass a built kernel tree")
-    out = stage(Path(out).resolve(), kunit)
+    out = stage(Path(out).resolve(), kunit, bench)
     cmd = ["make", "-C", str(kdir), f"M={out}", "W=1", f"-j{jobs}",
            "modules"]
     if kunit:
         cmd.insert(-1, "KVERBS_KUNIT=m")
+    if bench:
+        cmd.insert(-1, "KVERBS_BENCH=m")
     p = run(cmd, timeout=900, check=False)
     text = p.stdout or ""
     if p.returncode != 0:
@@ -71,7 +77,8 @@ def build(kdir, out, kunit=False, jobs=2, werror=True):
         raise HarnessError(f"module build against {kdir} printed "
                            f"{len(warnings)} warning(s) (W=1 must be "
                            "clean):\n" + "\n".join(warnings[:40]))
-    names = SHIPPED_MODULES + (KUNIT_MODULES if kunit else [])
+    names = (SHIPPED_MODULES + (KUNIT_MODULES if kunit else []) +
+             (BENCH_MODULES if bench else []))
     mods = {n: out / n for n in names}
     missing = [n for n, p in mods.items() if not p.exists()]
     if missing:

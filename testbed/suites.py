@@ -12,7 +12,7 @@ from pathlib import Path
 from .common import REPO, HarnessError, build_dir, cache_dir, log, run
 from . import dkms, kbuild
 
-KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
+KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
                        "compat/probes/*.c"]
 PORT = 18515
@@ -117,7 +117,8 @@ def suite_style(res, kernels):
               f"kverbs-pri.h {m and m.group(1)}, dkms.conf {dkms.version()}")
     for k in kernels:
         try:
-            kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
+            kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,
+                         bench=True)
             res.add("style", f"W=1 build, no warnings, {k.abi}", True)
         except HarnessError as e:
             res.add("style", f"W=1 build, no warnings, {k.abi}", False, e)

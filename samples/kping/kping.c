@@ -106,7 +106,7 @@ struct kping_peer {
 struct kping_client {
 	struct kverbs_ep *ep;
 	spinlock_t lock;		/* see above */
-	struct completion progress;	/* completed once per reply */
+	struct completion done;		/* all replies in, or an error */
 	u32 sent;
 	u32 replies;
 	bool owed;
@@ -263,7 +263,7 @@ static void kping_client_fail(struct kping_client *c, int err)
 {
 	if (!c->error)
 		c->error = err;
-	complete(&c->progress);
+	complete(&c->done);
 }
 
 /* Verify reply number c->replies in place. */
@@ -278,8 +278,11 @@ static int kping_reply_locked(struct kping_client *c, struct kmsg_rx *rx)
 		return -EBADMSG;
 	}
 	c->rtt[seq] = ktime_get_ns() - c->t0[seq];
-	c->replies++;
-	complete(&c->progress);
+	/* Wake the task once, at the end: a wake-up per reply would cost
+	 * every round trip a context switch.
+	 */
+	if (++c->replies == count)
+		complete(&c->done);
 	return 0;
 }
 
@@ -390,7 +393,7 @@ static int kping_run(struct kping_client *c)
 	struct kmsg_buf *b;
 	bool more = true;
 	long left;
-	u32 i;
+	u32 seen;
 	int ret;
 
 	while (more) {
@@ -408,18 +411,21 @@ static int kping_run(struct kping_client *c)
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < count; i++) {
-		left = kmsg_wait_poll(kping_dom, &c->progress, poll_us,
+	/* Fail when no reply came for timeout_ms, however long the run. */
+	for (;;) {
+		seen = READ_ONCE(c->replies);
+		left = kmsg_wait_poll(kping_dom, &c->done, poll_us,
 				      msecs_to_jiffies(timeout_ms));
-		if (left <= 0) {
-			pr_err("no reply to ping %u within %u ms\n",
-			       READ_ONCE(c->replies), timeout_ms);
-			return left ? -EINTR : -ETIMEDOUT;
+		if (left < 0)
+			return -EINTR;
+		if (left > 0)
+			return READ_ONCE(c->error);
+		if (READ_ONCE(c->replies) == seen) {
+			pr_err("no reply to ping %u within %u ms\n", seen,
+			       timeout_ms);
+			return -ETIMEDOUT;
 		}
-		if (READ_ONCE(c->error))
-			return c->error;
 	}
-	return 0;
 }
 
 static void kping_report(struct kping_client *c, u64 elapsed)
@@ -457,7 +463,7 @@ static int kping_client(void)
 	}
 
 	spin_lock_init(&c.lock);
-	init_completion(&c.progress);
+	init_completion(&c.done);
 	c.t0 = kvmalloc_array(count, sizeof(*c.t0), GFP_KERNEL);
 	c.rtt = kvmalloc_array(count, sizeof(*c.rtt), GFP_KERNEL);
 	if (!c.t0 || !c.rtt) {
