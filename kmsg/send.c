@@ -235,7 +235,6 @@ struct kmsg_op *kmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
  */
 void kmsg_op_put(struct kverbs_ep *ep, struct kmsg_op *op)
 {
-
 	spin_lock_bh(&ep->lock);
 	list_add(&op->node, &ep->msg.op_free);
 	ep->msg.op_nfree++;

@@ -75,7 +75,6 @@ static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
  */
 void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
 {
-
 	spin_lock_bh(&ep->lock);
 	if (!ep->error)
 		ep->error = err;
