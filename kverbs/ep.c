@@ -75,10 +75,8 @@ static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
  */
 void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
 {
-	spin_lock_bh(&ep->lock);
-	if (!ep->error)
-		ep->error = err;
-	spin_unlock_bh(&ep->lock);
+	/* No ep->lock: QP events may come in hard interrupt context. */
+	cmpxchg(&ep->error, 0, err);
 
 	kref_get(&ep->ref);
 	if (!queue_work(ep->dom->wq, &ep->teardown_work))
