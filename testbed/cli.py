@@ -17,7 +17,8 @@ from .results import Results
 
 SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
-          "integration-6.12", "integration-debug", "cluster4"]
+          "integration-6.12", "integration-debug", "cluster4",
+          "kmem-6.1", "kmem-6.12"]
 
 
 def _kernels(series_list):

@@ -22,7 +22,7 @@ else:
 # What a module build needs; also what the DKMS source tree contains.
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kmsg", "kmem", "samples"]
-SHIPPED_MODULES = ["kverbs.ko", "kping.ko", "krdma.ko"]
+SHIPPED_MODULES = ["kverbs.ko", "kverbs_kmem.ko", "kping.ko", "krdma.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko"]
 BENCH_MODULES = ["rawping.ko"]
 

@@ -43,4 +43,24 @@
 #define EXPORT_SYMBOL_IF_KUNIT KVERBS_KUNIT_NOEXPORT
 #endif
 
+/*
+ * VMA flags: 6.3 made vm_flags read-only and added vm_flags_set(); before,
+ * drivers or-ed the field directly under the mmap lock.
+ */
+#ifdef KVERBS_HAVE_VM_FLAGS_SET
+#define kverbs_vm_flags_set(vma, flags)	vm_flags_set(vma, flags)
+#else
+#define kverbs_vm_flags_set(vma, flags)	((vma)->vm_flags |= (flags))
+#endif
+
+/*
+ * A fault that waits drops its lock first and returns VM_FAULT_RETRY.
+ * 6.4 added per-VMA fault locks and release_fault_lock() to drop either.
+ */
+#ifdef KVERBS_HAVE_RELEASE_FAULT_LOCK
+#define kverbs_release_fault_lock(vmf)	release_fault_lock(vmf)
+#else
+#define kverbs_release_fault_lock(vmf)	mmap_read_unlock((vmf)->vma->vm_mm)
+#endif
+
 #endif /* _KVERBS_COMPAT_H_ */

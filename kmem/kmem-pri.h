@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kmem internals.  Public API: include/kverbs/kmem.h.
+ */
+#ifndef _KMEM_PRI_H
+#define _KMEM_PRI_H
+
+#include <linux/atomic.h>
+#include <linux/kref.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+
+#include <kverbs/kmem.h>
+
+#undef pr_fmt
+#define pr_fmt(fmt) "kverbs_kmem: " fmt
+
+/*
+ * A managed region.
+ *
+ * Locking:
+ * - @lock (spinlock, bottom halves off) protects @prot, @mapped,
+ *   @pending, @vma, @mm and @dead.  It is the one lock a non-blocking
+ *   protection change takes, and it is almost always free.
+ * - @pt_lock (mutex) orders page-table changes: a fault reads the
+ *   protection and installs the entry under it, a revoke records the new
+ *   protection and zaps under it, so no entry installed from an old
+ *   protection survives a revoke.  Both hold the mapping's mmap_lock for
+ *   reading first: mmap_lock -> @pt_lock -> @lock.
+ *
+ * @mapped: page may have a page-table entry (set by the fault that
+ * installs it, cleared by the zap that removes it).  A revoke of pages
+ * without it needs no zap, which is what makes the non-blocking variant
+ * possible.  @pending: a fault callback for the page is outstanding.
+ *
+ * Lifetime (@ref): the creator's reference (kmem_region_destroy()), one
+ * per file (kmem_region_fd()), and a mapping keeps its file.
+ */
+struct kmem_region {
+	struct kref ref;
+	u32 npages;
+	struct page **pages;
+	u8 *prot;
+	unsigned long *mapped;
+	unsigned long *pending;
+	spinlock_t lock;		/* see above */
+	struct mutex pt_lock;		/* see above */
+	struct vm_area_struct *vma;
+	struct mm_struct *mm;
+	bool dead;
+	wait_queue_head_t wait;		/* faults waiting for a grant */
+	const struct kmem_ops *ops;
+	void *priv;
+
+	atomic64_t read_faults;
+	atomic64_t write_faults;
+	atomic64_t callbacks;
+	atomic64_t zaps;
+	atomic64_t protects;
+	atomic64_t nowait_busy;
+};
+
+/* ranges.c: pure helpers, reached by KUnit */
+int kmem_ranges_check(const struct kmem_range *ranges, u32 nr, u32 npages);
+u32 kmem_bitmap_to_ranges(const unsigned long *bitmap, u32 npages,
+			  struct kmem_range *ranges, u32 max);
+enum kmem_change {
+	KMEM_SAME,
+	KMEM_GRANT,
+	KMEM_REVOKE,
+};
+enum kmem_change kmem_prot_change(u32 from, u32 to);
+bool kmem_prot_allows(u32 prot, bool write);
+
+/* region.c */
+void kmem_region_put(struct kmem_region *r);
+void kmem_region_get(struct kmem_region *r);
+extern const struct vm_operations_struct kmem_vm_ops;
+
+/* protect.c */
+int kmem_protect_locked_zap(struct kmem_region *r,
+			    const struct kmem_range *ranges, u32 nr,
+			    u32 prot, bool all);
+
+/* chardev.c */
+int kmem_chardev_init(void);
+void kmem_chardev_exit(void);
+long kmem_region_ioctl(struct file *f, unsigned int cmd, unsigned long arg);
+
+#endif /* _KMEM_PRI_H */

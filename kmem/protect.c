@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Batch protection changes.
+ *
+ * Only page tables change, never the VMA: no split, no mprotect path.  A
+ * grant only records the new protection (the next fault installs an entry
+ * that allows it), so it needs no lock but @lock and is legal in softirq.
+ * A revoke of a page that may have an entry (@mapped) removes entries with
+ * zap_vma_ptes() over the one span from the first to the last such page:
+ * one call, one TLB flush, whatever the number of pages.  Pages inside the
+ * span that keep their access lose their entry too and refault lazily at
+ * their recorded protection; that trades a few minor faults for a single
+ * flush.  Zapping may sleep (mmu notifiers), so a revoke that needs it is
+ * refused with -EAGAIN by the non-blocking variant.
+ */
+#include <linux/mmap_lock.h>
+#include <linux/sched/mm.h>
+
+#include "kmem-pri.h"
+
+/*
+ * Record @prot for the batch (@all: every page) under r->lock.  Sets
+ * *@lo..*@hi to the pages whose entries must go (empty if *@lo > *@hi);
+ * returns whether anything was granted.
+ */
+static bool kmem_apply_locked(struct kmem_region *r,
+			      const struct kmem_range *ranges, u32 nr,
+			      u32 prot, bool all, u32 *lo, u32 *hi)
+{
+	struct kmem_range every = { 0, r->npages };
+	bool granted = false;
+	u32 i, p;
+
+	*lo = U32_MAX;
+	*hi = 0;
+	if (all) {
+		ranges = &every;
+		nr = 1;
+	}
+	for (i = 0; i < nr; i++) {
+		for (p = ranges[i].first;
+		     p < ranges[i].first + ranges[i].count; p++) {
+			switch (kmem_prot_change(r->prot[p], prot)) {
+			case KMEM_GRANT:
+				clear_bit(p, r->pending);
+				granted = true;
+				break;
+			case KMEM_REVOKE:
+				if (test_bit(p, r->mapped)) {
+					*lo = min(*lo, p);
+					*hi = max(*hi, p);
+				}
+				break;
+			case KMEM_SAME:
+				break;
+			}
+			r->prot[p] = prot;
+		}
+	}
+	return granted;
+}
+
+/* Would the batch need a zap?  Under r->lock; changes nothing. */
+static bool kmem_needs_zap_locked(struct kmem_region *r,
+				  const struct kmem_range *ranges, u32 nr,
+				  u32 prot)
+{
+	u32 i, p;
+
+	for (i = 0; i < nr; i++)
+		for (p = ranges[i].first;
+		     p < ranges[i].first + ranges[i].count; p++)
+			if (test_bit(p, r->mapped) &&
+			    kmem_prot_change(r->prot[p], prot) == KMEM_REVOKE)
+				return true;
+	return false;
+}
+
+static int kmem_try(struct kmem_region *r, const struct kmem_range *ranges,
+		    u32 nr, u32 prot);
+
+static int kmem_check(struct kmem_region *r, const struct kmem_range *ranges,
+		      u32 nr, u32 prot)
+{
+	if (prot > KMEM_PROT_RW)
+		return -EINVAL;
+	return kmem_ranges_check(ranges, nr, r->npages);
+}
+
+/**
+ * kmem_protect_nowait - change protections without sleeping
+ * @r: region
+ * @ranges: sorted, non-overlapping, non-empty page ranges
+ * @nr: number of ranges, 1..KMEM_MAX_RANGES
+ * @prot: KMEM_PROT_NONE, KMEM_PROT_READ or KMEM_PROT_RW
+ *
+ * Grants always succeed.  A revoke succeeds when none of its pages can
+ * have a page-table entry (never touched, or zapped since); otherwise the
+ * whole batch is refused, unchanged, and the caller retries from process
+ * context (kmem_protect(), or a kmsg deferral).
+ *
+ * Context: process or softirq, not hard interrupt; takes only a spinlock
+ * that is almost always free.
+ * Return: 0, -EINVAL for a bad batch (nothing changes), -EAGAIN when a
+ * revoke needs a page-table zap, -ENODEV for a destroyed region.
+ */
+int kmem_protect_nowait(struct kmem_region *r,
+			const struct kmem_range *ranges, u32 nr, u32 prot)
+{
+	int ret = kmem_try(r, ranges, nr, prot);
+
+	if (ret == -EAGAIN)
+		atomic64_inc(&r->nowait_busy);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(kmem_protect_nowait, KVERBS_NS);
+
+/* The non-blocking attempt both variants start with. */
+static int kmem_try(struct kmem_region *r, const struct kmem_range *ranges,
+		    u32 nr, u32 prot)
+{
+	bool granted = false;
+	int ret = kmem_check(r, ranges, nr, prot);
+	u32 lo, hi;
+
+	if (ret)
+		return ret;
+	spin_lock_bh(&r->lock);
+	if (r->dead) {
+		ret = -ENODEV;
+	} else if (kmem_needs_zap_locked(r, ranges, nr, prot)) {
+		ret = -EAGAIN;
+	} else {
+		granted = kmem_apply_locked(r, ranges, nr, prot, false, &lo,
+					    &hi);
+		atomic64_inc(&r->protects);
+	}
+	spin_unlock_bh(&r->lock);
+	if (granted)
+		wake_up_all(&r->wait);
+	return ret;
+}
+
+/**
+ * kmem_protect_locked_zap - record a change and zap, taking the mm locks
+ * @r: region
+ * @ranges: validated batch (ignored with @all)
+ * @nr: entries
+ * @prot: new protection
+ * @all: the whole region, and mark it dead
+ *
+ * Context: process; sleeps.
+ * Return: 0 or -ENODEV (already dead).
+ */
+int kmem_protect_locked_zap(struct kmem_region *r,
+			    const struct kmem_range *ranges, u32 nr,
+			    u32 prot, bool all)
+{
+	struct vm_area_struct *vma = NULL;
+	struct mm_struct *mm;
+	bool granted;
+	u32 lo, hi;
+
+	might_sleep();
+	spin_lock_bh(&r->lock);
+	if (r->dead) {
+		spin_unlock_bh(&r->lock);
+		return -ENODEV;
+	}
+	mm = r->mm;
+	if (mm && !mmget_not_zero(mm))
+		mm = NULL;	/* exiting: its teardown removes every entry */
+	spin_unlock_bh(&r->lock);
+
+	if (mm) {
+		mmap_read_lock(mm);
+		mutex_lock(&r->pt_lock);
+	}
+	spin_lock_bh(&r->lock);
+	granted = kmem_apply_locked(r, ranges, nr, prot, all, &lo, &hi);
+	if (all)
+		r->dead = true;
+	if (mm && r->mm == mm)
+		vma = r->vma;
+	if (lo <= hi)
+		bitmap_clear(r->mapped, lo, hi - lo + 1);
+	atomic64_inc(&r->protects);
+	spin_unlock_bh(&r->lock);
+	if (vma && lo <= hi) {
+		zap_vma_ptes(vma, vma->vm_start + ((unsigned long)lo << PAGE_SHIFT),
+			     (unsigned long)(hi - lo + 1) << PAGE_SHIFT);
+		atomic64_inc(&r->zaps);
+	}
+	if (mm) {
+		mutex_unlock(&r->pt_lock);
+		mmap_read_unlock(mm);
+		mmput(mm);
+	}
+	if (granted || all)
+		wake_up_all(&r->wait);
+	return 0;
+}
+
+/**
+ * kmem_protect - change the protection of any set of pages in one call
+ * @r: region
+ * @ranges: sorted, non-overlapping, non-empty page ranges
+ * @nr: number of ranges, 1..KMEM_MAX_RANGES
+ * @prot: KMEM_PROT_NONE, KMEM_PROT_READ or KMEM_PROT_RW
+ *
+ * Grants are recorded and take effect at the next access; revokes have
+ * removed every affected page-table entry, with one TLB flush, when this
+ * returns, so no thread can still write through a stale entry.
+ *
+ * Context: process; may sleep (mmap_lock, mmu notifiers).  Not from a
+ * fault callback for a revoke: the fault holds mmap_lock.
+ * Return: 0, -EINVAL for a bad batch (nothing changes), or -ENODEV for a
+ * destroyed region.
+ */
+int kmem_protect(struct kmem_region *r, const struct kmem_range *ranges,
+		 u32 nr, u32 prot)
+{
+	int ret;
+
+	might_sleep();
+	ret = kmem_try(r, ranges, nr, prot);
+	if (ret != -EAGAIN)
+		return ret;
+	return kmem_protect_locked_zap(r, ranges, nr, prot, false);
+}
+EXPORT_SYMBOL_NS_GPL(kmem_protect, KVERBS_NS);
+
+/**
+ * kmem_protect_bitmap - kmem_protect() for the pages set in a bitmap
+ * @r: region
+ * @bitmap: one bit per page of @r
+ * @prot: new protection
+ *
+ * Context: process; may sleep.
+ * Return: as kmem_protect(); -EINVAL for an empty bitmap or one that
+ * needs more than KMEM_MAX_RANGES ranges.
+ */
+int kmem_protect_bitmap(struct kmem_region *r, const unsigned long *bitmap,
+			u32 prot)
+{
+	struct kmem_range *ranges;
+	u32 n;
+	int ret;
+
+	ranges = kvmalloc_array(KMEM_MAX_RANGES, sizeof(*ranges), GFP_KERNEL);
+	if (!ranges)
+		return -ENOMEM;
+	n = kmem_bitmap_to_ranges(bitmap, r->npages, ranges, KMEM_MAX_RANGES);
+	ret = n && n <= KMEM_MAX_RANGES ? kmem_protect(r, ranges, n, prot) :
+		-EINVAL;
+	kvfree(ranges);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(kmem_protect_bitmap, KVERBS_NS);

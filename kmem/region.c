@@ -1,0 +1,375 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Managed regions: pages owned by the module, mapped into one process
+ * through a file, and the fault path that enforces their protection.
+ *
+ * Mapping rules (refused with -EINVAL/-EBUSY at mmap time, or by the VMA
+ * callbacks): MAP_SHARED, offset 0, exactly the region's size, one mapping
+ * at a time.  The VMA is VM_PFNMAP (entries point at our pages; no
+ * rmap, no swap), VM_DONTCOPY (a fork()ed child gets no mapping),
+ * VM_DONTEXPAND and VM_DONTDUMP; it cannot be split (partial munmap or
+ * mprotect) or moved (mremap).
+ *
+ * Fault path: an access the page's protection allows installs an entry
+ * with exactly that protection (read-only for READ, so the first write
+ * faults again through ->pfn_mkwrite).  A forbidden access calls the
+ * client's ->fault once per page until it is granted, then waits killably
+ * with the fault's lock dropped, and the core retries the fault; a fatal
+ * signal ends the wait and the task exits normally.  Access to a destroyed
+ * region raises SIGBUS.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/file.h>
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "kmem-pri.h"
+
+static void kmem_region_release(struct kref *ref)
+{
+	struct kmem_region *r = container_of(ref, struct kmem_region, ref);
+	u32 i;
+
+	for (i = 0; i < r->npages; i++)
+		if (r->pages[i])
+			__free_page(r->pages[i]);
+	kvfree(r->pages);
+	kvfree(r->prot);
+	bitmap_free(r->mapped);
+	bitmap_free(r->pending);
+	kfree(r);
+}
+
+void kmem_region_get(struct kmem_region *r)
+{
+	kref_get(&r->ref);
+}
+
+void kmem_region_put(struct kmem_region *r)
+{
+	kref_put(&r->ref, kmem_region_release);
+}
+
+/**
+ * kmem_region_create - a region of zeroed pages owned by kverbs_kmem
+ * @npages: 1..KMEM_MAX_PAGES
+ * @prot: initial protection of every page (KMEM_PROT_*)
+ * @ops: fault callback; required
+ * @priv: passed to @ops, returned by kmem_region_priv()
+ *
+ * Context: process; may sleep.
+ * Return: the region, ERR_PTR(-EINVAL) or ERR_PTR(-ENOMEM).
+ */
+struct kmem_region *kmem_region_create(u32 npages, u32 prot,
+				       const struct kmem_ops *ops, void *priv)
+{
+	struct kmem_region *r;
+	u32 i;
+
+	might_sleep();
+	if (!npages || npages > KMEM_MAX_PAGES || prot > KMEM_PROT_RW ||
+	    !ops || !ops->fault)
+		return ERR_PTR(-EINVAL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return ERR_PTR(-ENOMEM);
+	kref_init(&r->ref);
+	spin_lock_init(&r->lock);
+	mutex_init(&r->pt_lock);
+	init_waitqueue_head(&r->wait);
+	r->npages = npages;
+	r->ops = ops;
+	r->priv = priv;
+	r->pages = kvcalloc(npages, sizeof(*r->pages), GFP_KERNEL);
+	r->prot = kvmalloc(npages, GFP_KERNEL);
+	r->mapped = bitmap_zalloc(npages, GFP_KERNEL);
+	r->pending = bitmap_zalloc(npages, GFP_KERNEL);
+	if (!r->pages || !r->prot || !r->mapped || !r->pending)
+		goto fail;
+	memset(r->prot, prot, npages);
+	for (i = 0; i < npages; i++) {
+		r->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!r->pages[i])
+			goto fail;
+	}
+	return r;
+fail:
+	kmem_region_put(r);
+	return ERR_PTR(-ENOMEM);
+}
+EXPORT_SYMBOL_NS_GPL(kmem_region_create, KVERBS_NS);
+
+/**
+ * kmem_region_destroy - end a region
+ * @r: region from kmem_region_create()
+ *
+ * Every page-table entry goes, waiting faults end, and any later access
+ * through a remaining mapping raises SIGBUS.  The pages are freed when the
+ * last file and mapping of the region are gone.
+ *
+ * Context: process; sleeps.
+ */
+void kmem_region_destroy(struct kmem_region *r)
+{
+	kmem_protect_locked_zap(r, NULL, 0, KMEM_PROT_NONE, true);
+	kmem_region_put(r);
+}
+EXPORT_SYMBOL_NS_GPL(kmem_region_destroy, KVERBS_NS);
+
+/**
+ * kmem_region_pages - the region's pages, for RDMA registration
+ * @r: region
+ * @npages: set to the number of pages
+ *
+ * Context: any.
+ * Return: the page array, valid until the region is released.
+ */
+struct page **kmem_region_pages(struct kmem_region *r, u32 *npages)
+{
+	*npages = r->npages;
+	return r->pages;
+}
+EXPORT_SYMBOL_NS_GPL(kmem_region_pages, KVERBS_NS);
+
+/**
+ * kmem_region_priv - the client's pointer
+ * @r: region
+ *
+ * Context: any.
+ * Return: @priv of kmem_region_create().
+ */
+void *kmem_region_priv(const struct kmem_region *r)
+{
+	return r->priv;
+}
+EXPORT_SYMBOL_NS_GPL(kmem_region_priv, KVERBS_NS);
+
+static pgprot_t kmem_pgprot(u32 prot)
+{
+	return vm_get_page_prot(VM_SHARED | VM_READ |
+				(prot == KMEM_PROT_RW ? VM_WRITE : 0));
+}
+
+static bool kmem_access_ok(struct kmem_region *r, u32 idx, bool write)
+{
+	return READ_ONCE(r->dead) ||
+	       kmem_prot_allows(READ_ONCE(r->prot[idx]), write);
+}
+
+/*
+ * Wait until page @idx allows the access, calling the client first unless
+ * a callback for the page is already outstanding.  Returns 0 when allowed
+ * (fault lock still held), VM_FAULT_SIGBUS for a dead region, or
+ * VM_FAULT_RETRY / VM_FAULT_NOPAGE after waiting.
+ *
+ * The wait must not hold the fault's lock: a task blocked on mmap_lock
+ * (another thread's mmap(), a thread's stack) would otherwise wait for the
+ * grant too.  When the fault may be retried, the lock is dropped for the
+ * wait and the core retries; only a retried or non-retryable fault
+ * (get_user_pages without FAULT_FLAG_ALLOW_RETRY) waits holding it.
+ */
+static vm_fault_t kmem_wait_access(struct kmem_region *r, u32 idx,
+				   bool write, struct vm_fault *vmf)
+{
+	bool call;
+
+	spin_lock_bh(&r->lock);
+	if (r->dead) {
+		spin_unlock_bh(&r->lock);
+		return VM_FAULT_SIGBUS;
+	}
+	if (kmem_prot_allows(r->prot[idx], write)) {
+		spin_unlock_bh(&r->lock);
+		return 0;
+	}
+	call = !test_and_set_bit(idx, r->pending);
+	spin_unlock_bh(&r->lock);
+
+	atomic64_inc(write ? &r->write_faults : &r->read_faults);
+	if (call) {
+		atomic64_inc(&r->callbacks);
+		r->ops->fault(r, idx, write, r->priv);
+	}
+	if (kmem_access_ok(r, idx, write))
+		return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
+	if (fault_flag_allow_retry_first(vmf->flags)) {
+		if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
+			return VM_FAULT_RETRY;
+		kmem_region_get(r);	/* the VMA may go once unlocked */
+		kverbs_release_fault_lock(vmf);
+		/* A fatal signal ends the wait; the retry then sees it. */
+		wait_event_killable(r->wait, kmem_access_ok(r, idx, write));
+		kmem_region_put(r);
+		return VM_FAULT_RETRY;
+	}
+	if (wait_event_killable(r->wait, kmem_access_ok(r, idx, write)))
+		return VM_FAULT_NOPAGE;	/* retried, if ever, after the kill */
+	return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
+}
+
+static vm_fault_t kmem_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct kmem_region *r = vma->vm_private_data;
+	bool write = vmf->flags & FAULT_FLAG_WRITE;
+	u32 idx = vmf->pgoff;
+	vm_fault_t ret;
+	u32 prot;
+
+	if (idx >= r->npages)
+		return VM_FAULT_SIGBUS;
+	for (;;) {
+		ret = kmem_wait_access(r, idx, write, vmf);
+		if (ret)
+			return ret;
+		/* Install under pt_lock, from the protection read under it. */
+		mutex_lock(&r->pt_lock);
+		spin_lock_bh(&r->lock);
+		prot = r->prot[idx];
+		if (r->dead || !kmem_prot_allows(prot, write)) {
+			spin_unlock_bh(&r->lock);
+			mutex_unlock(&r->pt_lock);
+			continue;	/* revoked meanwhile */
+		}
+		set_bit(idx, r->mapped);
+		spin_unlock_bh(&r->lock);
+		ret = vmf_insert_pfn_prot(vma, vmf->address,
+					  page_to_pfn(r->pages[idx]),
+					  kmem_pgprot(prot));
+		mutex_unlock(&r->pt_lock);
+		return ret;
+	}
+}
+
+/*
+ * A write to a read-only entry.  Allowed: the core makes the entry
+ * writable, unless a revoke replaced it meanwhile, which sends the access
+ * round again.  Not allowed: ->pfn_mkwrite cannot drop the fault lock (the
+ * core goes on to the page table after it), so it removes the read-only
+ * entry and lets the access fault again through kmem_fault(), which can
+ * wait without the lock.
+ */
+static vm_fault_t kmem_pfn_mkwrite(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct kmem_region *r = vma->vm_private_data;
+	u32 idx = vmf->pgoff;
+	u32 prot;
+	bool dead;
+
+	if (idx >= r->npages)
+		return VM_FAULT_SIGBUS;
+	spin_lock_bh(&r->lock);
+	prot = r->prot[idx];
+	dead = r->dead;
+	spin_unlock_bh(&r->lock);
+	if (dead)
+		return VM_FAULT_SIGBUS;
+	if (prot == KMEM_PROT_RW)
+		return 0;
+	mutex_lock(&r->pt_lock);
+	spin_lock_bh(&r->lock);
+	clear_bit(idx, r->mapped);
+	spin_unlock_bh(&r->lock);
+	zap_vma_ptes(vma, vmf->address & PAGE_MASK, PAGE_SIZE);
+	mutex_unlock(&r->pt_lock);
+	return VM_FAULT_NOPAGE;
+}
+
+static void kmem_vm_close(struct vm_area_struct *vma)
+{
+	struct kmem_region *r = vma->vm_private_data;
+
+	spin_lock_bh(&r->lock);
+	if (r->vma == vma) {
+		r->vma = NULL;
+		r->mm = NULL;
+		bitmap_zero(r->mapped, r->npages);
+	}
+	spin_unlock_bh(&r->lock);
+}
+
+static int kmem_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
+{
+	return -EINVAL;
+}
+
+static int kmem_vm_mremap(struct vm_area_struct *vma)
+{
+	return -EINVAL;
+}
+
+const struct vm_operations_struct kmem_vm_ops = {
+	.close = kmem_vm_close,
+	.may_split = kmem_vm_may_split,
+	.mremap = kmem_vm_mremap,
+	.fault = kmem_fault,
+	.pfn_mkwrite = kmem_pfn_mkwrite,
+};
+
+static int kmem_file_mmap(struct file *f, struct vm_area_struct *vma)
+{
+	struct kmem_region *r = f->private_data;
+	int ret = 0;
+
+	if (!(vma->vm_flags & VM_SHARED) || vma->vm_pgoff ||
+	    vma->vm_end - vma->vm_start != (unsigned long)r->npages << PAGE_SHIFT)
+		return -EINVAL;
+	spin_lock_bh(&r->lock);
+	if (r->dead) {
+		ret = -ENODEV;
+	} else if (r->vma) {
+		ret = -EBUSY;
+	} else {
+		r->vma = vma;
+		r->mm = vma->vm_mm;
+	}
+	spin_unlock_bh(&r->lock);
+	if (ret)
+		return ret;
+	kverbs_vm_flags_set(vma, VM_PFNMAP | VM_DONTCOPY | VM_DONTEXPAND |
+			    VM_DONTDUMP);
+	vma->vm_private_data = r;
+	vma->vm_ops = &kmem_vm_ops;
+	return 0;
+}
+
+static int kmem_file_release(struct inode *inode, struct file *f)
+{
+	kmem_region_put(f->private_data);
+	return 0;
+}
+
+static const struct file_operations kmem_region_fops = {
+	.owner = THIS_MODULE,
+	.mmap = kmem_file_mmap,
+	.release = kmem_file_release,
+	.unlocked_ioctl = kmem_region_ioctl,
+	.llseek = noop_llseek,
+};
+
+/**
+ * kmem_region_fd - a file descriptor a process can mmap() the region with
+ * @r: region
+ *
+ * Installed in the calling process's file table; the file holds a
+ * reference to the region.
+ *
+ * Context: process.
+ * Return: the descriptor, or a negative errno.
+ */
+int kmem_region_fd(struct kmem_region *r)
+{
+	int fd;
+
+	kmem_region_get(r);
+	fd = anon_inode_getfd("kverbs_kmem", &kmem_region_fops, r,
+			      O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		kmem_region_put(r);
+	return fd;
+}
+EXPORT_SYMBOL_NS_GPL(kmem_region_fd, KVERBS_NS);
