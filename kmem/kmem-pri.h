@@ -66,11 +66,13 @@ struct kmem_region {
 int kmem_ranges_check(const struct kmem_range *ranges, u32 nr, u32 npages);
 u32 kmem_bitmap_to_ranges(const unsigned long *bitmap, u32 npages,
 			  struct kmem_range *ranges, u32 max);
+
 enum kmem_change {
 	KMEM_SAME,
 	KMEM_GRANT,
 	KMEM_REVOKE,
 };
+
 enum kmem_change kmem_prot_change(u32 from, u32 to);
 bool kmem_prot_allows(u32 prot, bool write);
 
