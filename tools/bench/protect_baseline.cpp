@@ -18,6 +18,8 @@
 // reported as a write-protect fault) must stop a write, an unselected
 // neighbour must not, and after a grant the write must go through.  A failed
 // check exits 1 and nothing is printed.
+#include "stats.hpp"
+
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -283,19 +285,8 @@ bool write_blocks(const Uffd &u, char *page)
 
 // ---- measurement ------------------------------------------------------------
 
-struct Stat {
-    double median_us, p99_us;
-};
-
-// Median (mean of the middle two for even counts) and nearest-rank p99.
-Stat summarize(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    const std::size_t rank = (n * 99 + 99) / 100;      // ceil(0.99 n), >= 1
-    return {median, v[rank - 1]};
-}
+using kvbench::Stat;
+using kvbench::summarize;
 
 // Times op(true) (revoke) and op(false) (grant), alternating, reps times;
 // ends granted.

@@ -17,6 +17,7 @@
 // Before every revoke the pages are written, so the revoke really has page
 // table entries to remove, as mprotect's do.
 #include "kmem.hpp"
+#include "../bench/stats.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,17 +34,8 @@ namespace {
 constexpr std::uint32_t region_pages = 2048;
 constexpr std::uint32_t sizes[] = {1, 16, 32, 256, 1024};
 
-struct Stat {
-    double median_us, p99_us;
-};
-
-Stat summarize(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    const double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    return {median, v[(n * 99 + 99) / 100 - 1]};
-}
+using kvbench::Stat;
+using kvbench::summarize;
 
 struct Row {
     std::string method, op;
