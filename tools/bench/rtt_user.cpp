@@ -35,7 +35,10 @@ namespace {
 using kvping::Error;
 using namespace std::chrono_literals;
 
-constexpr std::size_t slots = 64;          // receives posted, sends in flight
+constexpr std::size_t slots = 64;          // receives posted, pings in flight
+// A send slot is free again only once its completion is polled, which may
+// come after the replies that let the next pings go: twice the window.
+constexpr std::size_t send_slots = 2 * slots;
 constexpr std::size_t slot_bytes = 4096;
 constexpr std::uint64_t send_tag = 1ULL << 32;  // wr_id bit marking sends
 
@@ -122,7 +125,7 @@ public:
         cc_.reset(ibv_create_comp_channel(verbs));
         if (!cc_)
             kvping::throw_errno("ibv_create_comp_channel");
-        cq_.reset(ibv_create_cq(verbs, 2 * slots + 2, nullptr, cc_.get(), 0));
+        cq_.reset(ibv_create_cq(verbs, slots + send_slots + 2, nullptr, cc_.get(), 0));
         if (!cq_)
             kvping::throw_errno("ibv_create_cq");
         if (const int err = ibv_req_notify_cq(cq_.get(), 0); err != 0)
@@ -130,7 +133,7 @@ public:
         ibv_qp_init_attr attr{};
         attr.send_cq = cq_.get();
         attr.recv_cq = cq_.get();
-        attr.cap.max_send_wr = slots;
+        attr.cap.max_send_wr = send_slots;
         attr.cap.max_recv_wr = slots;
         attr.cap.max_send_sge = 1;
         attr.cap.max_recv_sge = 1;
@@ -138,7 +141,7 @@ public:
         attr.sq_sig_all = 1;
         qp_ = kvping::Qp(id_, pd_.get(), attr);
         rx_.resize(slots * slot_bytes);
-        tx_.resize(slots * slot_bytes);
+        tx_.resize(send_slots * slot_bytes);
         constexpr int local_write = IBV_ACCESS_LOCAL_WRITE;
         rx_mr_.reset(ibv_reg_mr(pd_.get(), rx_.data(), rx_.size(), local_write));
         tx_mr_.reset(ibv_reg_mr(pd_.get(), tx_.data(), tx_.size(), 0));
@@ -165,9 +168,9 @@ public:
     void send(std::span<const std::uint8_t> msg)
     {
         std::size_t s = 0;
-        while (s < slots && busy_[s])
+        while (s < send_slots && busy_[s])
             ++s;
-        if (s == slots)
+        if (s == send_slots)
             throw Error("no free send slot");
         busy_[s] = true;
         std::memcpy(&tx_[s * slot_bytes], msg.data(), msg.size());
@@ -222,7 +225,7 @@ private:
     kvping::Mr rx_mr_;
     kvping::Mr tx_mr_;
     kvping::Qp qp_;
-    std::bitset<slots> busy_;
+    std::bitset<send_slots> busy_;
 };
 
 void expect(const kvping::CmEvent &ev, rdma_cm_event_type want)
