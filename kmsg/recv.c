@@ -95,21 +95,17 @@ void kmsg_schedule_defer(struct kverbs_ep *ep)
 	queue_work(dom->wq, &dom->defer_work);
 }
 
+/*
+ * Hand @rx to the handler, or to process context if @queued (it waits for
+ * ->connected or behind deferred messages, and is on the backlog already).
+ */
 static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
-			  enum kmsg_ctx ctx)
+			  enum kmsg_ctx ctx, bool queued)
 {
 	struct kmsg_ep *m = &ep->msg;
 	enum kmsg_verdict v;
-	bool queue;
 
-	spin_lock_bh(&ep->lock);
-	/* Before ->connected, or behind deferred ones: process context. */
-	queue = ep->state != KVERBS_EP_CONNECTED ||
-		kmsg_backlog_must_queue(&m->backlog);
-	if (queue)
-		kmsg_backlog_add(&m->backlog, rx);
-	spin_unlock_bh(&ep->lock);
-	if (queue) {
+	if (queued) {
 		trace_kmsg_defer(ep, rx->seq, true);
 		if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
 			kmsg_schedule_defer(ep);
@@ -145,8 +141,8 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct kverbs_domain *dom = ep->dom;
 	struct kmsg_ep *m = &ep->msg;
 	enum kmsg_wire_err e;
+	bool locked, queued;
 	u16 credits;
-	bool locked;
 	u8 type;
 	int ret;
 
@@ -178,10 +174,20 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		atomic64_inc(&m->stats.polled);
 	trace_kmsg_recv(ep, rx->seq, rx->len, credits, type);
 
+	/*
+	 * One critical section for the grant and the order check: a data
+	 * message that must wait (before ->connected, or behind deferred
+	 * ones) joins the backlog here.
+	 */
 	spin_lock_bh(&ep->lock);
 	ret = kmsg_credit_receive(&m->credit, credits);
 	if (!ret && credits)
 		ret = kmsg_flush_locked(ep);
+	queued = !ret && type == KMSG_TYPE_DATA &&
+		 (ep->state != KVERBS_EP_CONNECTED ||
+		  kmsg_backlog_must_queue(&m->backlog));
+	if (queued)
+		kmsg_backlog_add(&m->backlog, rx);
 	spin_unlock_bh(&ep->lock);
 	if (ret == -EPROTO) {
 		kmsg_proto_error(ep, "credits beyond the announced depth",
@@ -189,14 +195,16 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		goto out;
 	} else if (ret) {
 		kverbs_ep_schedule_teardown(ep, ret);
+		goto out;
 	}
-	atomic64_add(credits, &m->stats.credits_received);
+	if (credits)
+		atomic64_add(credits, &m->stats.credits_received);
 
 	if (type == KMSG_TYPE_CREDIT)
 		kmsg_repost(ep, rx);
 	else
 		kmsg_dispatch(ep, rx, locked ? KMSG_CTX_POLL :
-			      KMSG_CTX_SOFTIRQ);
+			      KMSG_CTX_SOFTIRQ, queued);
 out:
 	kmsg_cq_exit(dom, locked);
 }

@@ -275,7 +275,13 @@ int run_server(const Options &o)
         // Echo until the peer disconnects (its event) or a WR fails.
         bool up = true;
         while (up) {
-            up = c.process([&](std::span<const std::uint8_t> m) { c.send(m); }, 200ms);
+            // A quiet 200 ms only means it is time to look at the CM events.
+            try {
+                up = c.process([&](std::span<const std::uint8_t> m) { c.send(m); }, 200ms);
+            } catch (const Error &e) {
+                if (std::string_view(e.what()).find("timed out") != 0)
+                    throw;
+            }
             if (auto ev = kvping::poll_cm_event(*ch, 0ms); ev &&
                 ev->event == RDMA_CM_EVENT_DISCONNECTED)
                 up = false;
