@@ -79,7 +79,6 @@ bool kmem_prot_allows(u32 prot, bool write);
 /* region.c */
 void kmem_region_put(struct kmem_region *r);
 void kmem_region_get(struct kmem_region *r);
-extern const struct vm_operations_struct kmem_vm_ops;
 
 /* protect.c */
 int kmem_protect_locked_zap(struct kmem_region *r,

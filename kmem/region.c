@@ -302,7 +302,7 @@ static int kmem_vm_mremap(struct vm_area_struct *vma)
 	return -EINVAL;
 }
 
-const struct vm_operations_struct kmem_vm_ops = {
+static const struct vm_operations_struct kmem_vm_ops = {
 	.close = kmem_vm_close,
 	.may_split = kmem_vm_may_split,
 	.mremap = kmem_vm_mremap,

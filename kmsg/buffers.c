@@ -115,7 +115,6 @@ int kmsg_ep_setup(struct kverbs_ep *ep)
 	for (i = 0; i < m->ntx; i++) {
 		struct kmsg_buf *b = &m->tx[i];
 
-		b->ep = ep;
 		b->wr.ep = ep;
 		b->wr.kind = KMSG_WR_BUF;
 		b->wr.cqe.done = kmsg_wr_done;

@@ -157,8 +157,7 @@ enum kmsg_buf_state {
 
 /* A registered send buffer; the message header precedes kmsg_buf_data(). */
 struct kmsg_buf {
-	struct kmsg_wr wr;
-	struct kverbs_ep *ep;
+	struct kmsg_wr wr;		/* wr.ep: the owning endpoint */
 	void *data;
 	u64 dma;
 	u32 len;		/* payload bytes */
@@ -209,7 +208,6 @@ struct kmsg_ep {
 	u16 nrx;
 	u16 ntx;
 	u32 buf_size;			/* header + largest payload we accept */
-	u32 peer_max;			/* largest payload the peer accepts */
 	bool mapped;
 
 	struct list_head tx_free;

@@ -324,7 +324,7 @@ int kmsg_flush_locked(struct kverbs_ep *ep)
 int kmsg_send(struct kmsg_buf *buf, u32 len, unsigned int flags,
 	      void *cookie)
 {
-	struct kverbs_ep *ep = buf->ep;
+	struct kverbs_ep *ep = buf->wr.ep;
 	struct kmsg_ep *m = &ep->msg;
 	bool queued = false;
 	int ret;
@@ -372,7 +372,7 @@ EXPORT_SYMBOL_NS_GPL(kmsg_send, KVERBS_NS);
  */
 void kmsg_unreserve(struct kmsg_buf *buf)
 {
-	struct kverbs_ep *ep = buf->ep;
+	struct kverbs_ep *ep = buf->wr.ep;
 
 	spin_lock_bh(&ep->lock);
 	if (!WARN_ON_ONCE(buf->state != KMSG_BUF_RESERVED))

@@ -10,6 +10,7 @@
 // The client prints one line:
 //   result count=N size=S outstanding=O median_ns=X p99_ns=Y msgs_per_s=Z
 // The server echoes every message of one connection at a time, until killed.
+#include "../kvping/args.hpp"
 #include "../kvping/rdma.hpp"
 
 #include <getopt.h>
@@ -60,17 +61,6 @@ struct Options {
     std::exit(status);
 }
 
-template <class T>
-T num(std::string_view opt, std::string_view s, T lo, T hi)
-{
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
-        throw Error(std::string(opt) + ": '" + std::string(s) + "' is not in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return static_cast<T>(v);
-}
-
 Options parse(int argc, char **argv)
 {
     enum { o_server = 256, o_client, o_port, o_count, o_size, o_out };
@@ -91,10 +81,10 @@ Options parse(int argc, char **argv)
         switch (c) {
         case o_server: o.server = true; break;
         case o_client: o.addr = arg; break;
-        case o_port: o.port = std::to_string(num<std::uint16_t>("--port", arg, 1, 65535)); break;
-        case o_count: o.count = num<std::uint32_t>("--count", arg, 1, 10000000); break;
-        case o_size: o.size = num<std::uint32_t>("--size", arg, 8, slot_bytes); break;
-        case o_out: o.outstanding = num<std::uint32_t>("--outstanding", arg, 1, slots); break;
+        case o_port: o.port = std::to_string(kvping::parse_num<std::uint16_t>("--port", arg, 1, 65535)); break;
+        case o_count: o.count = kvping::parse_num<std::uint32_t>("--count", arg, 1, 10000000); break;
+        case o_size: o.size = kvping::parse_num<std::uint32_t>("--size", arg, 8, slot_bytes); break;
+        case o_out: o.outstanding = kvping::parse_num<std::uint32_t>("--outstanding", arg, 1, slots); break;
         case 'h': usage(0);
         default: usage(1);
         }

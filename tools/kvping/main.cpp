@@ -7,6 +7,7 @@
 // Exit status: 0 all round trips verified; 3 the peer rejected the connection
 // (the kverbs reason is printed when the reject carries one); 1 anything else,
 // including usage errors.
+#include "args.hpp"
 #include "rdma.hpp"
 
 #include <kvwire/cm.hpp>
@@ -81,17 +82,6 @@ void usage(std::FILE *out)
         kvwire::kping_header);
 }
 
-template <class T>
-T parse_num(std::string_view opt, std::string_view s, T lo, T hi)
-{
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || end != s.data() + s.size() || v < lo || v > hi)
-        throw Error(std::string(opt) + ": '" + std::string(s) + "' is not a number in [" +
-                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    return static_cast<T>(v);
-}
-
 // The private data we connect with: valid, or broken in exactly one way.
 std::vector<std::uint8_t> announcement(const Options &o)
 {
@@ -146,15 +136,15 @@ Options parse_args(int argc, char **argv)
         const std::string_view arg = optarg != nullptr ? optarg : "";
         switch (c) {
         case o_addr: o.server = arg; break;
-        case o_port: o.port = std::to_string(parse_num<std::uint16_t>("--port", arg, 1, 65535)); break;
-        case o_count: o.count = parse_num<std::uint32_t>("--count", arg, 1, u32max); break;
-        case o_size: o.size = parse_num<std::uint32_t>("--size", arg, kvwire::kping_header, KVERBS_CM_MAX_MSG); break;
-        case o_node: o.node_id = parse_num<std::uint32_t>("--node-id", arg, 1, u32max); break;
-        case o_depth: o.depth = parse_num<std::uint16_t>("--depth", arg, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MAX_DEPTH); break;
-        case o_max_msg: o.max_msg = parse_num<std::uint32_t>("--max-msg", arg, KVERBS_CM_MIN_MSG, KVERBS_CM_MAX_MSG); break;
+        case o_port: o.port = std::to_string(kvping::parse_num<std::uint16_t>("--port", arg, 1, 65535)); break;
+        case o_count: o.count = kvping::parse_num<std::uint32_t>("--count", arg, 1, u32max); break;
+        case o_size: o.size = kvping::parse_num<std::uint32_t>("--size", arg, kvwire::kping_header, KVERBS_CM_MAX_MSG); break;
+        case o_node: o.node_id = kvping::parse_num<std::uint32_t>("--node-id", arg, 1, u32max); break;
+        case o_depth: o.depth = kvping::parse_num<std::uint16_t>("--depth", arg, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MAX_DEPTH); break;
+        case o_max_msg: o.max_msg = kvping::parse_num<std::uint32_t>("--max-msg", arg, KVERBS_CM_MIN_MSG, KVERBS_CM_MAX_MSG); break;
         case o_bad: o.bad = arg; break;
         case o_bad_msg: o.bad_msg = arg; break;
-        case o_timeout: o.timeout = std::chrono::milliseconds(parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
+        case o_timeout: o.timeout = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
         default: usage(stderr); std::exit(exit_fail);
         }
