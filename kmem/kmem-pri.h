@@ -22,18 +22,32 @@
  *
  * Locking:
  * - @lock (spinlock, bottom halves off) protects @prot, @mapped,
- *   @pending, @vma, @mm and @dead.  It is the one lock a non-blocking
- *   protection change takes, and it is almost always free.
+ *   @pending, @vma, @mapping and @dead.  It is the one lock a
+ *   non-blocking protection change takes, and it is almost always free.
  * - @pt_lock (mutex) orders page-table changes: a fault reads the
  *   protection and installs the entry under it, a revoke records the new
- *   protection and zaps under it, so no entry installed from an old
- *   protection survives a revoke.  Both hold the mapping's mmap_lock for
- *   reading first: mmap_lock -> @pt_lock -> @lock.
+ *   protection, decides what to zap and zaps under it, and mmap and the
+ *   last unmap (->close) set and clear @vma and @mapping under it.  So no
+ *   entry installed from an old protection survives a revoke, and a revoke
+ *   never misses a mapping that appears meanwhile.  Order:
+ *   mmap_lock (or the fault's VMA lock) -> @pt_lock -> @lock, and
+ *   @pt_lock -> i_mmap_rwsem (unmap_mapping_pages()).  A revoke takes no
+ *   mmap_lock.
+ *
+ * @vma: the one mapping, only as an identity for ->close and the EBUSY
+ * rule; never dereferenced (a VMA is detached before its ->close, so a
+ * cached pointer may outlive its page tables).  @mapping: the
+ * address_space of the mapped file (every region file has an inode of its
+ * own), through which a revoke zaps; valid while @vma is set, because the
+ * VMA holds its file until after ->close, which clears both under
+ * @pt_lock.
  *
  * @mapped: page may have a page-table entry (set by the fault that
  * installs it, cleared by the zap that removes it).  A revoke of pages
  * without it needs no zap, which is what makes the non-blocking variant
- * possible.  @pending: a fault callback for the page is outstanding.
+ * possible.  @pending: a fault callback for the page is outstanding (one
+ * at a time per page, cleared by the grant that answers it); a waiter
+ * whose need the grant did not meet calls the client again.
  *
  * Lifetime (@ref): the creator's reference (kmem_region_destroy()), one
  * per file (kmem_region_fd()), and a mapping keeps its file.
@@ -48,7 +62,7 @@ struct kmem_region {
 	spinlock_t lock;		/* see above */
 	struct mutex pt_lock;		/* see above */
 	struct vm_area_struct *vma;
-	struct mm_struct *mm;
+	struct address_space *mapping;
 	bool dead;
 	wait_queue_head_t wait;		/* faults waiting for a grant */
 	const struct kmem_ops *ops;

@@ -6,15 +6,15 @@
  * grant only records the new protection (the next fault installs an entry
  * that allows it), so it needs no lock but @lock and is legal in softirq.
  * A revoke of a page that may have an entry (@mapped) removes entries with
- * zap_vma_ptes() over the one span from the first to the last such page:
- * one call, one TLB flush, whatever the number of pages.  Pages inside the
- * span that keep their access lose their entry too and refault lazily at
- * their recorded protection; that trades a few minor faults for a single
- * flush.  Zapping may sleep (mmu notifiers), so a revoke that needs it is
+ * unmap_mapping_pages() on the mapped file's address_space over the one
+ * span from the first to the last such page: one call, one VMA, one TLB
+ * flush, whatever the number of pages.  Pages inside the span that keep
+ * their access lose their entry too and refault lazily at their recorded
+ * protection; that trades a few minor faults for a single flush.  Zapping
+ * may sleep (i_mmap_rwsem, mmu notifiers), so a revoke that needs it is
  * refused with -EAGAIN by the non-blocking variant.
  */
-#include <linux/mmap_lock.h>
-#include <linux/sched/mm.h>
+#include <linux/mm.h>
 
 #include "kmem-pri.h"
 
@@ -142,60 +142,54 @@ static int kmem_try(struct kmem_region *r, const struct kmem_range *ranges,
 }
 
 /**
- * kmem_protect_locked_zap - record a change and zap, taking the mm locks
+ * kmem_protect_locked_zap - record a change and zap, under the region mutex
  * @r: region
  * @ranges: validated batch (ignored with @all)
  * @nr: entries
  * @prot: new protection
  * @all: the whole region, and mark it dead
  *
- * Context: process; sleeps.
+ * The new protection, the pages to zap (@mapped) and the mapping to zap
+ * them in are all read under @pt_lock, which every entry installation and
+ * every change of the mapping also holds: an entry either exists when the
+ * decision is made, and is zapped, or is installed afterwards from the new
+ * protection.  The zap goes through the file's address_space, never a
+ * cached VMA, and needs no mmap_lock.
+ *
+ * Context: process; sleeps (the region mutex, i_mmap_rwsem, mmu
+ * notifiers).
  * Return: 0 or -ENODEV (already dead).
  */
 int kmem_protect_locked_zap(struct kmem_region *r,
 			    const struct kmem_range *ranges, u32 nr,
 			    u32 prot, bool all)
 {
-	struct vm_area_struct *vma = NULL;
-	struct mm_struct *mm;
+	struct address_space *mapping;
 	bool granted;
 	u32 lo, hi;
 
 	might_sleep();
+	mutex_lock(&r->pt_lock);
 	spin_lock_bh(&r->lock);
 	if (r->dead) {
 		spin_unlock_bh(&r->lock);
+		mutex_unlock(&r->pt_lock);
 		return -ENODEV;
 	}
-	mm = r->mm;
-	if (mm && !mmget_not_zero(mm))
-		mm = NULL;	/* exiting: its teardown removes every entry */
-	spin_unlock_bh(&r->lock);
-
-	if (mm) {
-		mmap_read_lock(mm);
-		mutex_lock(&r->pt_lock);
-	}
-	spin_lock_bh(&r->lock);
 	granted = kmem_apply_locked(r, ranges, nr, prot, all, &lo, &hi);
 	if (all)
 		r->dead = true;
-	if (mm && r->mm == mm)
-		vma = r->vma;
+	/* @mapped bits are only ever set while @mapping is */
+	mapping = r->mapping;
 	if (lo <= hi)
 		bitmap_clear(r->mapped, lo, hi - lo + 1);
 	atomic64_inc(&r->protects);
 	spin_unlock_bh(&r->lock);
-	if (vma && lo <= hi) {
-		zap_vma_ptes(vma, vma->vm_start + ((unsigned long)lo << PAGE_SHIFT),
-			     (unsigned long)(hi - lo + 1) << PAGE_SHIFT);
+	if (mapping && lo <= hi) {
+		unmap_mapping_pages(mapping, lo, hi - lo + 1, false);
 		atomic64_inc(&r->zaps);
 	}
-	if (mm) {
-		mutex_unlock(&r->pt_lock);
-		mmap_read_unlock(mm);
-		mmput(mm);
-	}
+	mutex_unlock(&r->pt_lock);
 	if (granted || all)
 		wake_up_all(&r->wait);
 	return 0;
@@ -212,8 +206,8 @@ int kmem_protect_locked_zap(struct kmem_region *r,
  * removed every affected page-table entry, with one TLB flush, when this
  * returns, so no thread can still write through a stale entry.
  *
- * Context: process; may sleep (mmap_lock, mmu notifiers).  Not from a
- * fault callback for a revoke: the fault holds mmap_lock.
+ * Context: process; may sleep (the region mutex, i_mmap_rwsem, mmu
+ * notifiers).  Takes no mmap_lock.
  * Return: 0, -EINVAL for a bad batch (nothing changes), or -ENODEV for a
  * destroyed region.
  */

@@ -7,16 +7,31 @@
  * callbacks): MAP_SHARED, offset 0, exactly the region's size, one mapping
  * at a time.  The VMA is VM_PFNMAP (entries point at our pages; no
  * rmap, no swap), VM_DONTCOPY (a fork()ed child gets no mapping),
- * VM_DONTEXPAND and VM_DONTDUMP; it cannot be split (partial munmap or
- * mprotect) or moved (mremap).
+ * VM_IO, VM_DONTEXPAND and VM_DONTDUMP; it cannot be split (partial munmap
+ * or mprotect) or moved (mremap).
+ *
+ * VM_IO is what keeps VM_DONTCOPY: madvise(MADV_DOFORK), the only way to
+ * clear it, fails with -EINVAL on a VM_IO VMA (mm/madvise.c, 6.1 and
+ * 6.12).  A copied VMA would carry copies of our entries into the child,
+ * where no revoke of this region could be relied on to reach them.
+ * VM_IO changes nothing else for this VMA: get_user_pages(), KSM, mlock
+ * and core dumps already skip it as VM_PFNMAP and VM_DONTDUMP.
+ *
+ * Every region file has an inode of its own, so revokes zap through the
+ * file's address_space (unmap_mapping_pages()): that walks the VMAs still
+ * linked to the file under i_mmap_rwsem, and munmap unlinks a VMA there
+ * before it frees its page tables, so no cached VMA pointer is trusted.
  *
  * Fault path: an access the page's protection allows installs an entry
- * with exactly that protection (read-only for READ, so the first write
- * faults again through ->pfn_mkwrite).  A forbidden access calls the
- * client's ->fault once per page until it is granted, then waits killably
- * with the fault's lock dropped, and the core retries the fault; a fatal
- * signal ends the wait and the task exits normally.  Access to a destroyed
- * region raises SIGBUS.
+ * with the lesser of that protection and the VMA's (read-only for READ or
+ * for a mapping without PROT_WRITE, so a write faults again through
+ * ->pfn_mkwrite, or is refused by the core).  A forbidden access calls
+ * the client's ->fault, one callback outstanding per page, then waits
+ * killably with the fault's lock dropped until the access is allowed or
+ * the outstanding callback was answered by a grant that does not allow
+ * it; the core retries the fault, which calls the client again for what
+ * is still missing.  A fatal signal ends the wait and the task exits
+ * normally.  Access to a destroyed region raises SIGBUS.
  */
 #include <linux/anon_inodes.h>
 #include <linux/file.h>
@@ -147,10 +162,19 @@ void *kmem_region_priv(const struct kmem_region *r)
 }
 EXPORT_SYMBOL_NS_GPL(kmem_region_priv, KVERBS_NS);
 
-static pgprot_t kmem_pgprot(u32 prot)
+/*
+ * Entry protection: what both the page (@prot) and the VMA allow.  The
+ * VMA's flags are stable under the fault's lock; mprotect() of the whole
+ * VMA changes existing entries itself and later faults follow vm_flags.
+ */
+static pgprot_t kmem_pgprot(struct vm_area_struct *vma, u32 prot)
 {
-	return vm_get_page_prot(VM_SHARED | VM_READ |
-				(prot == KMEM_PROT_RW ? VM_WRITE : 0));
+	vm_flags_t flags = vma->vm_flags &
+			   (VM_READ | VM_WRITE | VM_EXEC | VM_SHARED);
+
+	if (prot != KMEM_PROT_RW)
+		flags &= ~VM_WRITE;
+	return vm_get_page_prot(flags);
 }
 
 static bool kmem_access_ok(struct kmem_region *r, u32 idx, bool write)
@@ -160,16 +184,31 @@ static bool kmem_access_ok(struct kmem_region *r, u32 idx, bool write)
 }
 
 /*
- * Wait until page @idx allows the access, calling the client first unless
- * a callback for the page is already outstanding.  Returns 0 when allowed
+ * A waiter is done when its access is allowed, or when the callback its
+ * need waits on has been answered (a grant cleared @pending) without
+ * allowing it: then the retry asks the client again.
+ */
+static bool kmem_wait_done(struct kmem_region *r, u32 idx, bool write)
+{
+	return kmem_access_ok(r, idx, write) || !test_bit(idx, r->pending);
+}
+
+/*
+ * Make page @idx allow the access, calling the client first unless a
+ * callback for the page is already outstanding.  Returns 0 when allowed
  * (fault lock still held), VM_FAULT_SIGBUS for a dead region, or
- * VM_FAULT_RETRY / VM_FAULT_NOPAGE after waiting.
+ * VM_FAULT_RETRY.
  *
- * The wait must not hold the fault's lock: a task blocked on mmap_lock
- * (another thread's mmap(), a thread's stack) would otherwise wait for the
- * grant too.  When the fault may be retried, the lock is dropped for the
- * wait and the core retries; only a retried or non-retryable fault
- * (get_user_pages without FAULT_FLAG_ALLOW_RETRY) waits holding it.
+ * No wait holds the fault's lock: a task blocked on mmap_lock (another
+ * thread's mmap(), a queued writer) would otherwise wait for the grant
+ * too.  As handle_userfault() does, every fault that allows a retry
+ * (FAULT_FLAG_ALLOW_RETRY, first try or FAULT_FLAG_TRIED) waits with the
+ * lock dropped and returns VM_FAULT_RETRY; the core retries it for as long
+ * as it returns that, and stops at a fatal signal.  A fault that cannot be
+ * retried (fixup_user_fault() without @unlocked, as futex uses) succeeds
+ * only if the callback granted the access at once, and otherwise gets
+ * VM_FAULT_SIGBUS (-EFAULT for its caller) without waiting; its callback
+ * stays outstanding.
  */
 static vm_fault_t kmem_wait_access(struct kmem_region *r, u32 idx,
 				   bool write, struct vm_fault *vmf)
@@ -188,26 +227,25 @@ static vm_fault_t kmem_wait_access(struct kmem_region *r, u32 idx,
 	call = !test_and_set_bit(idx, r->pending);
 	spin_unlock_bh(&r->lock);
 
-	atomic64_inc(write ? &r->write_faults : &r->read_faults);
+	/* One count per access: a retry of it is the same fault. */
+	if (!(vmf->flags & FAULT_FLAG_TRIED))
+		atomic64_inc(write ? &r->write_faults : &r->read_faults);
 	if (call) {
 		atomic64_inc(&r->callbacks);
 		r->ops->fault(r, idx, write, r->priv);
 	}
 	if (kmem_access_ok(r, idx, write))
 		return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
-	if (fault_flag_allow_retry_first(vmf->flags)) {
-		if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
-			return VM_FAULT_RETRY;
-		kmem_region_get(r);	/* the VMA may go once unlocked */
-		kverbs_release_fault_lock(vmf);
-		/* A fatal signal ends the wait; the retry then sees it. */
-		wait_event_killable(r->wait, kmem_access_ok(r, idx, write));
-		kmem_region_put(r);
+	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
+		return VM_FAULT_SIGBUS;
+	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
 		return VM_FAULT_RETRY;
-	}
-	if (wait_event_killable(r->wait, kmem_access_ok(r, idx, write)))
-		return VM_FAULT_NOPAGE;	/* retried, if ever, after the kill */
-	return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
+	kmem_region_get(r);	/* the VMA may go once unlocked */
+	kverbs_release_fault_lock(vmf);
+	/* A fatal signal ends the wait; the core sees it before retrying. */
+	wait_event_killable(r->wait, kmem_wait_done(r, idx, write));
+	kmem_region_put(r);
+	return VM_FAULT_RETRY;
 }
 
 static vm_fault_t kmem_fault(struct vm_fault *vmf)
@@ -238,7 +276,7 @@ static vm_fault_t kmem_fault(struct vm_fault *vmf)
 		spin_unlock_bh(&r->lock);
 		ret = vmf_insert_pfn_prot(vma, vmf->address,
 					  page_to_pfn(r->pages[idx]),
-					  kmem_pgprot(prot));
+					  kmem_pgprot(vma, prot));
 		mutex_unlock(&r->pt_lock);
 		return ret;
 	}
@@ -279,17 +317,24 @@ static vm_fault_t kmem_pfn_mkwrite(struct vm_fault *vmf)
 	return VM_FAULT_NOPAGE;
 }
 
+/*
+ * The VMA's entries are gone and it is unlinked from @mapping; it still
+ * holds its file, so a revoke that read @mapping under @pt_lock is done
+ * with it once we have @pt_lock.
+ */
 static void kmem_vm_close(struct vm_area_struct *vma)
 {
 	struct kmem_region *r = vma->vm_private_data;
 
+	mutex_lock(&r->pt_lock);
 	spin_lock_bh(&r->lock);
 	if (r->vma == vma) {
 		r->vma = NULL;
-		r->mm = NULL;
+		r->mapping = NULL;
 		bitmap_zero(r->mapped, r->npages);
 	}
 	spin_unlock_bh(&r->lock);
+	mutex_unlock(&r->pt_lock);
 }
 
 static int kmem_vm_may_split(struct vm_area_struct *vma, unsigned long addr)
@@ -318,6 +363,7 @@ static int kmem_file_mmap(struct file *f, struct vm_area_struct *vma)
 	if (!(vma->vm_flags & VM_SHARED) || vma->vm_pgoff ||
 	    vma->vm_end - vma->vm_start != (unsigned long)r->npages << PAGE_SHIFT)
 		return -EINVAL;
+	mutex_lock(&r->pt_lock);
 	spin_lock_bh(&r->lock);
 	if (r->dead) {
 		ret = -ENODEV;
@@ -325,13 +371,15 @@ static int kmem_file_mmap(struct file *f, struct vm_area_struct *vma)
 		ret = -EBUSY;
 	} else {
 		r->vma = vma;
-		r->mm = vma->vm_mm;
+		r->mapping = f->f_mapping;
 	}
 	spin_unlock_bh(&r->lock);
+	mutex_unlock(&r->pt_lock);
 	if (ret)
 		return ret;
-	kverbs_vm_flags_set(vma, VM_PFNMAP | VM_DONTCOPY | VM_DONTEXPAND |
-			    VM_DONTDUMP);
+	/* VM_IO: madvise(MADV_DOFORK) cannot clear VM_DONTCOPY (see top). */
+	kverbs_vm_flags_set(vma, VM_PFNMAP | VM_IO | VM_DONTCOPY |
+			    VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = r;
 	vma->vm_ops = &kmem_vm_ops;
 	return 0;
@@ -356,7 +404,8 @@ static const struct file_operations kmem_region_fops = {
  * @r: region
  *
  * Installed in the calling process's file table; the file holds a
- * reference to the region.
+ * reference to the region.  Each file has an anonymous inode of its own,
+ * whose address_space revokes zap through.
  *
  * Context: process.
  * Return: the descriptor, or a negative errno.
@@ -366,8 +415,8 @@ int kmem_region_fd(struct kmem_region *r)
 	int fd;
 
 	kmem_region_get(r);
-	fd = anon_inode_getfd("kverbs_kmem", &kmem_region_fops, r,
-			      O_RDWR | O_CLOEXEC);
+	fd = kverbs_anon_inode_getfd_own("kverbs_kmem", &kmem_region_fops, r,
+					 O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		kmem_region_put(r);
 	return fd;

@@ -63,4 +63,39 @@
 #define kverbs_release_fault_lock(vmf)	mmap_read_unlock((vmf)->vma->vm_mm)
 #endif
 
+/*
+ * A descriptor for a file on an anonymous inode of its own, so that the
+ * file has its own address_space (unmap_mapping_pages() then reaches the
+ * mappings of that file only).  6.7 renamed anon_inode_getfd_secure() and
+ * exports only the file form, anon_inode_create_getfile().  @flags:
+ * O_RDWR and friends, and O_CLOEXEC.
+ */
+#include <linux/anon_inodes.h>
+#include <linux/err.h>
+#include <linux/file.h>
+
+#ifdef KVERBS_HAVE_ANON_INODE_CREATE_GETFILE
+static inline int kverbs_anon_inode_getfd_own(const char *name,
+					      const struct file_operations *fops,
+					      void *priv, int flags)
+{
+	struct file *file;
+	int fd;
+
+	fd = get_unused_fd_flags(flags);
+	if (fd < 0)
+		return fd;
+	file = anon_inode_create_getfile(name, fops, priv, flags, NULL);
+	if (IS_ERR(file)) {
+		put_unused_fd(fd);
+		return PTR_ERR(file);
+	}
+	fd_install(fd, file);
+	return fd;
+}
+#else
+#define kverbs_anon_inode_getfd_own(name, fops, priv, flags) \
+	anon_inode_getfd_secure(name, fops, priv, flags, NULL)
+#endif
+
 #endif /* _KVERBS_COMPAT_H_ */

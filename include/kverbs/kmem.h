@@ -28,11 +28,14 @@ struct page;
 /**
  * struct kmem_ops - client callbacks of a region
  * @fault: page @index was accessed (@write: for writing) beyond its
- *	protection.  Called in the faulting task, without kmem locks, once
- *	per needed fault: tasks faulting the same page meanwhile wait for the
- *	same grant.  The client resolves it (fetch the page, then
- *	kmem_protect() or kmem_protect_nowait() a grant); the task waits
- *	killably and retries.  May sleep.
+ *	protection.  Called in the faulting task, without kmem locks (it may
+ *	hold mmap_lock), with at most one callback outstanding per page:
+ *	tasks faulting the page meanwhile wait for the grant that answers
+ *	it.  A grant answers the page's callback; a waiter it does not
+ *	satisfy (a writer behind a read callback answered with READ) gets a
+ *	callback of its own for what it still needs.  The client resolves it
+ *	(fetch the page, then kmem_protect() or kmem_protect_nowait() a
+ *	grant); the task waits killably and retries.  May sleep.
  */
 struct kmem_ops {
 	void (*fault)(struct kmem_region *r, u32 index, bool write, void *priv);

@@ -7,13 +7,17 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/futex.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 namespace {
@@ -45,6 +49,49 @@ int child_signal(F fn, std::chrono::milliseconds kill_after = 0ms)
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     return -2;  // hung
+}
+
+// Runs fn in a child process; returns its exit status, 128 + the signal
+// that killed it, or -2 if it had not ended after `limit` (then killed).
+template <class F>
+int child_status(F fn, std::chrono::milliseconds limit)
+{
+    const pid_t pid = fork();
+    if (pid == 0) {
+        fn();
+        _exit(0);
+    }
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+        std::this_thread::sleep_for(20ms);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -2;
+}
+
+// Polls pred until it holds (true) or `limit` has passed (false).
+template <class P>
+bool wait_for(P pred, std::chrono::milliseconds limit)
+{
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= end)
+            return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+// One byte from fd within `limit`.
+bool read_byte(int fd, std::chrono::milliseconds limit)
+{
+    pollfd p{fd, POLLIN, 0};
+    char c;
+    return poll(&p, 1, static_cast<int>(limit.count())) == 1 && read(fd, &c, 1) == 1;
 }
 
 void pin(int cpu)
@@ -255,6 +302,279 @@ TEST(Kmem, DestroyedRegionRaisesSigbus)
                       _exit(3);
                   p[0] = 2;
               }), SIGBUS);
+}
+
+// madvise(MADV_DOFORK) would clear VM_DONTCOPY and let a child inherit the
+// entries, where a revoke in the parent does not reach them.  It must be
+// refused, and no child may write after the parent revoked.
+TEST(Kmem, MadviseDoforkCannotLeakTheMappingIntoAChild)
+{
+    Region r(2, KMEM_POLICY_WAIT, KMEM_PROT_RW);
+    auto *p = r.map();
+    p[0] = 1;
+    errno = 0;
+    const int ret = madvise(const_cast<std::uint8_t *>(p), r.bytes(), MADV_DOFORK);
+    const int err = errno;
+    EXPECT_EQ(ret, -1) << "madvise(MADV_DOFORK) on a kmem mapping was accepted: the VMA "
+                          "lost VM_DONTCOPY";
+    EXPECT_EQ(err, EINVAL);
+
+    int up[2], down[2];
+    ASSERT_EQ(pipe(up), 0);
+    ASSERT_EQ(pipe(down), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(5);                          // a write that waits in a fault ends here
+        char c = 'r';
+        if (write(up[1], &c, 1) != 1 || read(down[0], &c, 1) != 1)
+            _exit(3);
+        p[0] = 0x55;                       // after the parent's revoke: must not land
+        _exit(0);
+    }
+    const bool ready = read_byte(up[0], 5000ms);
+    EXPECT_TRUE(ready) << "the child never started";
+    ASSERT_EQ(r.protect({{0, 1}}, KMEM_PROT_NONE), 0);
+    const char go = 'g';
+    EXPECT_EQ(write(down[1], &go, 1), 1);
+    int status = 0;
+    bool ended = wait_for([&] { return waitpid(pid, &status, WNOHANG) == pid; }, 10000ms);
+    if (!ended) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    for (int fd : {up[0], up[1], down[0], down[1]})
+        close(fd);
+    EXPECT_TRUE(ended) << "the child hung";
+    // SIGSEGV: no mapping; SIGALRM: a mapping whose write waits in a fault.
+    const bool wrote = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    EXPECT_FALSE(wrote) << "a forked child wrote to the region after the parent's revoke "
+                           "returned";
+    if (!wrote) {
+        EXPECT_TRUE(WIFSIGNALED(status) &&
+                    (WTERMSIG(status) == SIGSEGV || WTERMSIG(status) == SIGALRM))
+            << "child ended with status 0x" << std::hex << status;
+    }
+    ASSERT_EQ(r.protect({{0, 1}}, KMEM_PROT_READ), 0);
+    EXPECT_EQ(p[0], 1) << "a forked child's write landed after the parent's revoke";
+}
+
+// A revoke must not zap through a VMA that munmap has detached: revokes
+// race a thread that maps, touches and unmaps the region.  On a KASAN
+// kernel a stale VMA shows as a use-after-free; elsewhere this must pass.
+TEST(Kmem, RevokesRaceMmapTouchMunmap)
+{
+    ASSERT_GE(std::thread::hardware_concurrency(), 2U) << "needs two CPUs";
+    constexpr std::uint32_t kPages = 16;
+    Region r(kPages, KMEM_POLICY_GRANT, KMEM_PROT_RW);
+    const int fd = r.fd();
+    const std::size_t bytes = r.bytes();
+    const std::size_t page = kmem::page_size();
+    std::atomic<bool> stop{false};
+    std::atomic<int> maps{0}, map_errors{0};
+    std::thread mapper([&] {
+        pin(1);
+        while (!stop.load()) {
+            void *m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+            if (m == MAP_FAILED) {
+                map_errors.fetch_add(1);
+                continue;
+            }
+            auto *q = static_cast<volatile std::uint8_t *>(m);
+            for (std::size_t i = 0; i < kPages; ++i)
+                q[i * page] = static_cast<std::uint8_t>(i);   // granted by the callback
+            munmap(m, bytes);
+            maps.fetch_add(1);
+        }
+    });
+    int failed = 0, revokes = 0;
+    const auto end = std::chrono::steady_clock::now() + 2s;
+    while (revokes < 2000 && std::chrono::steady_clock::now() < end) {
+        failed += r.protect({{0, kPages}}, KMEM_PROT_NONE) != 0;
+        ++revokes;
+    }
+    stop.store(true);
+    mapper.join();
+    EXPECT_EQ(failed, 0) << "revokes failed during the race";
+    EXPECT_EQ(map_errors.load(), 0) << "mmap() failed during the race";
+    EXPECT_GT(maps.load(), 0);
+    auto *p = r.map();                                       // the region still works
+    p[0] = 7;
+    EXPECT_EQ(p[0], 7);
+}
+
+// A writer that faults while a reader's callback is outstanding waits
+// behind it; the read grant answers that callback only, so the writer's
+// need must then reach the client in a callback of its own.
+TEST(Kmem, WriteNeedBehindAReadCallbackReachesTheClient)
+{
+    Region r(1, KMEM_POLICY_WAIT, KMEM_PROT_NONE);
+    auto *p = r.map();
+    std::atomic<bool> read_done{false}, write_done{false}, mapped{false};
+    std::thread reader([&] {
+        static_cast<void>(p[0]);
+        read_done.store(true);
+    });
+    ASSERT_TRUE(wait_for([&] { return r.stats().read_faults >= 1; }, 5000ms));
+    std::thread writer([&] {
+        p[0] = 9;
+        write_done.store(true);
+    });
+    EXPECT_TRUE(wait_for([&] { return r.stats().write_faults >= 1; }, 5000ms))
+        << "the writer never faulted";
+    EXPECT_EQ(r.stats().callbacks, 1U);                      // waits behind the read one
+    ASSERT_EQ(r.protect({{0, 1}}, KMEM_PROT_READ), 0);       // answers the read callback
+    EXPECT_TRUE(wait_for([&] { return read_done.load(); }, 5000ms)) << "reader stuck";
+    EXPECT_TRUE(wait_for([&] { return r.stats().callbacks >= 2; }, 3000ms))
+        << "the writer's need never reached the client: the read grant answered the "
+           "only callback and the writer waits for a write grant nobody was asked for";
+    EXPECT_FALSE(write_done.load());
+    // The writer now waits in a retried fault: without mmap_lock, so an
+    // mmap() in another thread goes through.
+    std::thread mapper([&] {
+        void *a = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (a != MAP_FAILED)
+            munmap(a, 4096);
+        mapped.store(true);
+    });
+    EXPECT_TRUE(wait_for([&] { return mapped.load(); }, 3000ms))
+        << "mmap() blocked: a retried kmem fault waits holding mmap_lock";
+    ASSERT_EQ(r.protect({{0, 1}}, KMEM_PROT_RW), 0);         // releases everything
+    EXPECT_TRUE(wait_for([&] { return write_done.load(); }, 5000ms)) << "writer stuck";
+    reader.join();
+    writer.join();
+    mapper.join();
+    EXPECT_EQ(p[0], 9);
+    EXPECT_EQ(r.stats().callbacks, 2U);
+}
+
+// GRANT policy, a reader and a writer on each of 2000 fresh NONE pages at
+// the same time: whichever callback the page gets first, both accesses
+// complete.  A writer stuck behind a read grant is reported, not hung on.
+TEST(Kmem, ConcurrentReadAndWriteFaultsBothComplete)
+{
+    ASSERT_GE(std::thread::hardware_concurrency(), 2U) << "needs two CPUs";
+    const int st = child_status([] {
+        alarm(40);
+        constexpr std::uint32_t kPages = 2000;
+        Region r(kPages, KMEM_POLICY_GRANT, KMEM_PROT_NONE);
+        r.map();
+        // Each thread starts page i when the other has finished page i - 1.
+        std::atomic<std::uint32_t> rdone{0}, wdone{0};
+        std::thread reader([&] {
+            pin(0);
+            for (std::uint32_t i = 0; i < kPages; ++i) {
+                while (wdone.load() < i) {
+                }
+                static_cast<void>(*r.page(i));
+                rdone.store(i + 1);
+            }
+        });
+        std::thread writer([&] {
+            pin(1);
+            for (std::uint32_t i = 0; i < kPages; ++i) {
+                while (rdone.load() < i) {
+                }
+                *r.page(i) = 1;
+                wdone.store(i + 1);
+            }
+        });
+        std::uint64_t last = 0;
+        auto progress = std::chrono::steady_clock::now();
+        while (rdone.load() < kPages || wdone.load() < kPages) {
+            const std::uint64_t now_done = rdone.load() + wdone.load();
+            if (now_done != last) {
+                last = now_done;
+                progress = std::chrono::steady_clock::now();
+            } else if (std::chrono::steady_clock::now() - progress > 5s) {
+                const bool writer_stuck = wdone.load() <= rdone.load();
+                std::fprintf(stderr, "page %u: %s stuck for 5 s\n",
+                             writer_stuck ? wdone.load() : rdone.load(),
+                             writer_stuck ? "writer" : "reader");
+                _exit(writer_stuck ? 2 : 3);                 // ends the stuck thread too
+            }
+            std::this_thread::sleep_for(20ms);
+        }
+        reader.join();
+        writer.join();
+        _exit(0);
+    }, 60000ms);
+    EXPECT_NE(st, 2) << "a write fault that waited behind a read callback never completed: "
+                        "its write need never reached the GRANT client";
+    EXPECT_NE(st, 3) << "a read fault never completed";
+    EXPECT_NE(st, 128 + SIGALRM) << "the child timed out";
+    EXPECT_EQ(st, 0);
+}
+
+// A fault that cannot be retried (futex's fixup_user_fault() passes no
+// FAULT_FLAG_ALLOW_RETRY) must not wait for a grant holding mmap_lock:
+// it fails (-EFAULT) instead, and another thread's mmap() goes through.
+TEST(Kmem, FaultThatCannotRetryDoesNotWaitHoldingMmapLock)
+{
+    const int st = child_status([] {
+        alarm(20);
+        Region r(1, KMEM_POLICY_WAIT, KMEM_PROT_NONE);
+        auto *p = r.map();
+        std::uint32_t word = 0;
+        std::atomic<bool> futex_done{false}, mapped{false};
+        std::atomic<long> futex_ret{0};
+        std::atomic<int> futex_errno{0};
+        std::thread futexer([&] {
+            // FUTEX_WAKE_OP writes uaddr2: the write fault comes from
+            // fault_in_user_writeable(), without ALLOW_RETRY.
+            const long ret = syscall(SYS_futex, &word, FUTEX_WAKE_OP | FUTEX_PRIVATE_FLAG, 0,
+                                     nullptr, const_cast<std::uint8_t *>(p),
+                                     FUTEX_OP(FUTEX_OP_SET, 1, FUTEX_OP_CMP_EQ, 0));
+            futex_errno.store(errno);
+            futex_ret.store(ret);
+            futex_done.store(true);
+        });
+        if (!wait_for([&] { return futex_done.load() || r.stats().write_faults >= 1; }, 5000ms))
+            _exit(5);
+        std::thread mapper([&] {
+            void *a = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+            if (a != MAP_FAILED)
+                munmap(a, 4096);
+            mapped.store(true);
+        });
+        const bool map_ok = wait_for([&] { return mapped.load(); }, 3000ms);
+        const bool futex_ok = wait_for([&] { return futex_done.load(); }, 3000ms);
+        r.protect({{0, 1}}, KMEM_PROT_RW);                   // releases a waiting fault
+        mapper.join();
+        futexer.join();
+        if (!map_ok)
+            _exit(2);
+        if (!futex_ok)
+            _exit(3);
+        if (futex_ret.load() != -1 || futex_errno.load() != EFAULT)
+            _exit(4);
+        _exit(0);
+    }, 30000ms);
+    EXPECT_NE(st, 2) << "mmap() blocked behind a kmem fault that cannot be retried and "
+                        "waits for a grant holding mmap_lock";
+    EXPECT_NE(st, 3) << "FUTEX_WAKE_OP on an ungranted page did not return";
+    EXPECT_NE(st, 4) << "FUTEX_WAKE_OP on an ungranted page did not fail with EFAULT";
+    EXPECT_NE(st, 5) << "the futex write never reached kmem's fault handler";
+    EXPECT_EQ(st, 0);
+}
+
+// Entries honour the VMA's protection as well as the page's: a PROT_READ
+// mapping of an RW page must never get a writable entry.
+TEST(Kmem, ReadOnlyMappingGetsNoWritableEntry)
+{
+    EXPECT_EQ(child_signal([] {
+                  Region r(2, KMEM_POLICY_GRANT, KMEM_PROT_NONE);
+                  void *m = mmap(nullptr, r.bytes(), PROT_READ, MAP_SHARED, r.fd(), 0);
+                  if (m == MAP_FAILED)
+                      _exit(3);
+                  if (r.protect({{0, 2}}, KMEM_PROT_RW) != 0)
+                      _exit(4);
+                  auto *p = static_cast<volatile std::uint8_t *>(m);
+                  static_cast<void>(p[0]);   // the read fault installs the entry
+                  p[0] = 1;                  // PROT_READ: must be SIGSEGV
+              }), SIGSEGV) << "a write through a PROT_READ mapping of a page kmem grants RW "
+                              "succeeded (or the child failed: 3 mmap, 4 protect)";
 }
 
 } // namespace

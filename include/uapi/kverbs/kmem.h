@@ -87,10 +87,12 @@ struct kmem_protect {
 
 /**
  * struct kmem_stats - KMEM_IOC_STATS
- * @read_faults: faults that needed read access
- * @write_faults: faults that needed write access
- * @callbacks: fault callbacks (one per needed fault; concurrent faults on
- *	one page share one)
+ * @read_faults: faults that needed read access (a retried fault counts
+ *	once)
+ * @write_faults: faults that needed write access (likewise)
+ * @callbacks: fault callbacks (one outstanding per page: concurrent faults
+ *	on one page share one, and a waiter whose need the answering grant
+ *	did not meet gets another)
  * @zaps: page-table invalidations (one TLB flush each)
  * @protects: protection changes applied
  * @nowait_busy: non-blocking changes refused with -EAGAIN
