@@ -3,10 +3,10 @@
  * kmsg buffers of an endpoint: allocation, DMA mapping, the initial
  * receive ring, reclaim at teardown and freeing.
  *
- * Sizing: depth receive buffers and depth + 1 send buffers (the extra one
- * carries credit-only messages, so returning credits never waits for a data
- * buffer), each sizeof(struct kmsg_hdr) + max_msg bytes, and depth slots
- * for RDMA operations and registrations.
+ * Sizing: the endpoint's kverbs_ep_budget(): depth receive buffers, depth +
+ * 1 send buffers (the extra one carries credit-only messages, so returning
+ * credits never waits for a data buffer), each sizeof(struct kmsg_hdr) +
+ * max_msg bytes, and depth slots for RDMA operations and registrations.
  */
 #include <linux/slab.h>
 
@@ -75,16 +75,17 @@ int kmsg_ep_setup(struct kverbs_ep *ep)
 	u16 interval;
 	int i;
 
-	m->nrx = dom->depth;
-	m->ntx = dom->depth + 1;
+	/* The sizes are the endpoint's queue budget, nothing else. */
+	m->nrx = ep->budget.nrx;
+	m->ntx = ep->budget.ntx;
+	m->nops = ep->budget.nops;
 	m->buf_size = sizeof(struct kmsg_hdr) + dom->max_msg;
-	m->max_kept = dom->depth / 2;
+	m->max_kept = kmsg_max_kept(dom->depth);
 	interval = dom->signal_interval ?: max(1, dom->depth / 4);
-	kmsg_sq_init(&m->sq, m->ntx + dom->depth, interval);
+	kmsg_sq_init(&m->sq, m->ntx + m->nops, interval);
 
 	m->rx = kcalloc(m->nrx, sizeof(*m->rx), GFP_KERNEL);
 	m->tx = kcalloc(m->ntx, sizeof(*m->tx), GFP_KERNEL);
-	m->nops = dom->depth;
 	m->ops = kcalloc(m->nops, sizeof(*m->ops), GFP_KERNEL);
 	m->sq_ring = kcalloc(m->ntx + m->nops, sizeof(*m->sq_ring),
 			     GFP_KERNEL);

@@ -10,14 +10,38 @@
 #include "../kverbs/kverbs-pri.h"
 
 /**
+ * kmsg_max_kept - receive buffers of one endpoint a handler may keep
+ * @depth: our receive ring
+ *
+ * A one-way sender can use depth - 1 credits without a grant (the last
+ * one needs one); of those buffers, the ones not kept must reach the
+ * credit-message threshold, or the sender waits for a release.  So
+ * (depth - 1) / 2 may be kept: 1 at depth 4, 63 at 128.
+ *
+ * Context: any.
+ * Return: the limit kmsg_rx_keep() enforces.
+ */
+u32 kmsg_max_kept(u32 depth)
+{
+	return (depth - 1) / 2;
+}
+EXPORT_SYMBOL_IF_KUNIT(kmsg_max_kept);
+
+/**
  * kmsg_credit_init - credits of a new connection
  * @c: credit state
  * @peer_depth: receives the peer announced, hence our first credits
- * @our_depth: our receive ring
+ * @our_depth: our receive ring, at least KVERBS_CM_MIN_DEPTH (4)
  *
- * A credit-only message is worth sending once half our ring waits to be
- * announced; the peer stalls at its last credit only after using
- * @our_depth - 1, so with @our_depth >= 2 it always gets the grant.
+ * A credit-only message goes out once @threshold re-posted receives wait
+ * to be announced.  The threshold is what a one-way sender is sure to
+ * leave us even when our handler keeps all it may: depth - 1 -
+ * kmsg_max_kept(depth), depth / 2 for even depths.  It is at least 2, and
+ * that is what keeps two idle peers quiet: a credit message costs the
+ * peer one receive, so each one lowers the receives waiting to be
+ * announced on both sides together by at least one, and the exchange
+ * dies out.  With a threshold of 1 (depths 2 and 3) it never would,
+ * which is why the smallest depth is 4.
  *
  * Context: any.
  */
@@ -26,7 +50,7 @@ void kmsg_credit_init(struct kmsg_credit *c, u32 peer_depth, u32 our_depth)
 	c->avail = peer_depth;
 	c->limit = peer_depth;
 	c->ungranted = 0;
-	c->threshold = max(1U, our_depth / 2);
+	c->threshold = max(2U, our_depth - 1 - kmsg_max_kept(our_depth));
 }
 EXPORT_SYMBOL_IF_KUNIT(kmsg_credit_init);
 

@@ -32,9 +32,10 @@ struct kmsg_credit {
 	u32 avail;
 	u32 limit;
 	u32 ungranted;
-	u32 threshold;	/* send a credit-only message at this many ungranted */
+	u32 threshold;	/* send a credit-only message at this many */
 };
 
+u32 kmsg_max_kept(u32 depth);
 void kmsg_credit_init(struct kmsg_credit *c, u32 peer_depth, u32 our_depth);
 bool kmsg_credit_take(struct kmsg_credit *c, u16 *grant);
 int kmsg_credit_receive(struct kmsg_credit *c, u32 grant);
@@ -89,6 +90,9 @@ const char *kmsg_wire_err_str(enum kmsg_wire_err e);
 /*
  * A received buffer; one per receive-ring slot.
  * @node: on the endpoint's backlog while waiting for process context
+ * @kept, @in_handler: under the endpoint's lock; @in_handler is set by
+ *	the dispatcher around the ->recv() call, so that a release during
+ *	the call leaves the one re-post to the dispatcher
  */
 struct kmsg_rx {
 	struct ib_cqe cqe;
@@ -98,6 +102,7 @@ struct kmsg_rx {
 	u32 len;
 	u32 seq;
 	bool kept;
+	bool in_handler;
 	struct list_head node;
 };
 
@@ -186,10 +191,10 @@ struct kmsg_stats {
 /*
  * Message state of one endpoint.
  *
- * Sizing: @ntx = depth data buffers + 1 credit-message buffer, @nops =
- * depth operation slots, and the send queue has exactly @ntx + @nops
- * entries (plus the drain WR), because every posted WR owns a buffer or an
- * operation slot until reclaimed: the send queue cannot overflow.
+ * Sizing: @ntx, @nops and @nrx come from the endpoint's kverbs_ep_budget(),
+ * whose send queue holds @ntx + @nops WRs plus the drain WR; every posted
+ * WR owns a buffer or an operation slot until reclaimed, so the send
+ * queue cannot overflow.
  * The receive ring has depth buffers; the peer's credits bound what it
  * sends to what is posted, so with rnr_retry 0 a credit bug is an error,
  * not a stall.
@@ -254,8 +259,7 @@ int kmsg_post_op_locked(struct kverbs_ep *ep, struct kmsg_op *op,
 void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 void kmsg_schedule_defer(struct kverbs_ep *ep);
 
-/* Serialisation of CQ callbacks against kverbs_domain_poll() */
-bool kmsg_cq_enter(struct kverbs_domain *dom);
-void kmsg_cq_exit(struct kverbs_domain *dom, bool locked);
+/* poll.c: a CQ callback run for a task in kverbs_domain_poll() */
+bool kmsg_polled(const struct kverbs_domain *dom);
 
 #endif /* _KMSG_PRI_H */

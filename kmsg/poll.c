@@ -1,74 +1,71 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Selective polling (Liss et al., section 4): a task that waits for a
- * reply may process the domain's CQ itself for a bounded time instead of
- * sleeping until the softirq poller wakes it.
+ * reply may run the domain's completion processing itself for a bounded
+ * time instead of sleeping until the softirq poller wakes it.
  *
- * The CQ stays an IB_POLL_SOFTIRQ CQ; a polling task runs
- * ib_process_cq_direct() on it with bottom halves off and
- * kverbs_domain.poll_lock held.  Every kverbs CQ callback takes that lock
- * too (kmsg_cq_enter()), unless it runs inside the polling task itself, so
- * callbacks of a domain stay serialised whoever polls.
+ * One poller per CQ, always: the CQ stays an IB_POLL_SOFTIRQ CQ and a
+ * polling task never polls it directly (ib_process_cq_direct() on such a
+ * CQ would run concurrently with ib_core's softirq poller and lose the
+ * order of completions).  Instead it schedules the CQ's own irq_poll
+ * instance on its CPU with bottom halves off and runs it when it enables
+ * them again: irq_poll runs one instance on one CPU at a time, so
+ * completions are handled in CQ order, by the same code, whoever asked.
+ * What the task saves is its own sleep and wake-up; the CQ is re-armed
+ * after every pass, so completions still raise interrupts, and one that
+ * lands on another CPU is processed there.
+ *
+ * Handlers run in softirq context either way; those run for a polling
+ * task see KMSG_CTX_POLL (kverbs_domain.poll_owner is its CPU + 1).
+ *
+ * @poll_lock keeps the CQ from being freed while a task schedules its
+ * poller: unbind clears @poll_cq under it before ib_free_cq(), which
+ * waits for a scheduled instance to finish.
  */
 #include <linux/delay.h>
+#include <linux/irq_poll.h>
 #include <linux/sched.h>
 
 #include "../kverbs/kverbs-pri.h"
 
 /**
- * kmsg_cq_enter - serialise a CQ callback against polling tasks
+ * kmsg_polled - does this CQ callback run for a polling task
  * @dom: domain
  *
- * Context: CQ callback (softirq or a polling task, bottom halves off).
- * Return: true if the callback runs inside kverbs_domain_poll().
+ * Context: CQ callback (softirq).
+ * Return: true if a task in kverbs_domain_poll() on this CPU runs it.
  */
-bool kmsg_cq_enter(struct kverbs_domain *dom)
+bool kmsg_polled(const struct kverbs_domain *dom)
 {
-	if (READ_ONCE(dom->poll_owner) == raw_smp_processor_id() + 1)
-		return true;
-	spin_lock(&dom->poll_lock);
-	return false;
+	return READ_ONCE(dom->poll_owner) == raw_smp_processor_id() + 1;
 }
 
 /**
- * kmsg_cq_exit - end of a CQ callback
+ * kverbs_domain_poll - process the domain's completions on this CPU now
  * @dom: domain
- * @polled: what kmsg_cq_enter() returned
  *
- * Context: CQ callback.
- */
-void kmsg_cq_exit(struct kverbs_domain *dom, bool polled)
-{
-	if (!polled)
-		spin_unlock(&dom->poll_lock);
-}
-
-/**
- * kverbs_domain_poll - process the domain's completions in the caller
- * @dom: domain
- * @budget: most completions to process, 1..256
- *
- * Handlers called from here see KMSG_CTX_POLL: bottom halves are off and
- * they must not sleep, as in softirq.
+ * Runs the CQ's softirq poller in the caller, with bottom halves off:
+ * handlers called from here see KMSG_CTX_POLL and must not sleep.  If
+ * another CPU is processing the CQ right now, that CPU does the work.
  *
  * Context: process; not from a domain callback.  Does not sleep.
- * Return: completions processed, -ENOTCONN if the domain is not bound to
- * a device, -EINVAL for a bad @budget.
+ * Return: 0, or -ENOTCONN if the domain is not bound to a device.
  */
-int kverbs_domain_poll(struct kverbs_domain *dom, int budget)
+int kverbs_domain_poll(struct kverbs_domain *dom)
 {
-	int n = -ENOTCONN;
+	int ret = -ENOTCONN;
 
-	if (budget < 1 || budget > 256)
-		return -EINVAL;
 	spin_lock_bh(&dom->poll_lock);
 	if (dom->poll_cq) {
 		WRITE_ONCE(dom->poll_owner, raw_smp_processor_id() + 1);
-		n = ib_process_cq_direct(dom->poll_cq, budget);
-		WRITE_ONCE(dom->poll_owner, 0);
+		irq_poll_sched(&dom->poll_cq->iop);
+		ret = 0;
 	}
-	spin_unlock_bh(&dom->poll_lock);
-	return n;
+	spin_unlock(&dom->poll_lock);
+	/* Runs the scheduled poller here, bottom halves still off for it. */
+	local_bh_enable();
+	WRITE_ONCE(dom->poll_owner, 0);
+	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_domain_poll, KVERBS_NS);
 
@@ -94,7 +91,7 @@ long kmsg_wait_poll(struct kverbs_domain *dom, struct completion *done,
 
 	might_sleep();
 	while (poll_us && !completion_done(done)) {
-		if (kverbs_domain_poll(dom, 16) < 0 ||
+		if (kverbs_domain_poll(dom) < 0 ||
 		    ktime_get_ns() > end || fatal_signal_pending(current))
 			break;
 		cond_resched();

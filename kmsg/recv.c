@@ -96,14 +96,43 @@ void kmsg_schedule_defer(struct kverbs_ep *ep)
 }
 
 /*
+ * Call the handler for @rx.  Return true if the buffer is still ours
+ * afterwards (not kept, or released again during the call), with
+ * *@defer set if it asked for process context and may have it.
+ *
+ * Whether the handler kept @rx is decided once, under ep->lock, when the
+ * call is over: a release from another CPU during the call leaves the
+ * re-post to us (@in_handler), so the buffer is re-posted exactly once.
+ */
+static bool kmsg_call_handler(struct kverbs_ep *ep, struct kmsg_rx *rx,
+			      enum kmsg_ctx ctx, bool *defer)
+{
+	enum kmsg_verdict v;
+	bool ours;
+
+	rx->in_handler = true;
+	v = ep->dom->ops->recv(ep, rx, ctx);
+	spin_lock_bh(&ep->lock);
+	rx->in_handler = false;
+	ours = !rx->kept;
+	*defer = ours && v == KMSG_DEFER && ctx != KMSG_CTX_PROCESS;
+	if (*defer)
+		kmsg_backlog_push_front(&ep->msg.backlog, rx);
+	spin_unlock_bh(&ep->lock);
+	if (v == KMSG_DEFER && ctx == KMSG_CTX_PROCESS)
+		pr_warn_once("%s: handler deferred in process context; message consumed\n",
+			     ep->dom->name);
+	return ours;
+}
+
+/*
  * Hand @rx to the handler, or to process context if @queued (it waits for
  * ->connected or behind deferred messages, and is on the backlog already).
  */
 static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
 			  enum kmsg_ctx ctx, bool queued)
 {
-	struct kmsg_ep *m = &ep->msg;
-	enum kmsg_verdict v;
+	bool defer;
 
 	if (queued) {
 		trace_kmsg_defer(ep, rx->seq, true);
@@ -111,19 +140,15 @@ static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
 			kmsg_schedule_defer(ep);
 		return;
 	}
-
-	v = ep->dom->ops->recv(ep, rx, ctx);
-	if (v == KMSG_DEFER && !rx->kept) {
-		spin_lock_bh(&ep->lock);
-		kmsg_backlog_push_front(&m->backlog, rx);
-		spin_unlock_bh(&ep->lock);
-		atomic64_inc(&m->stats.deferrals);
+	if (!kmsg_call_handler(ep, rx, ctx, &defer))
+		return;
+	if (defer) {
+		atomic64_inc(&ep->msg.stats.deferrals);
 		trace_kmsg_defer(ep, rx->seq, false);
 		kmsg_schedule_defer(ep);
 		return;
 	}
-	if (!rx->kept)
-		kmsg_repost(ep, rx);
+	kmsg_repost(ep, rx);
 }
 
 /**
@@ -131,8 +156,8 @@ static void kmsg_dispatch(struct kverbs_ep *ep, struct kmsg_rx *rx,
  * @cq: the domain's CQ
  * @wc: work completion
  *
- * Context: softirq, or a task in kverbs_domain_poll(); serialised per
- * domain by the CQ and kmsg_cq_enter().
+ * Context: softirq, possibly run for a task in kverbs_domain_poll();
+ * serialised per domain by the CQ's one poller.
  */
 void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -141,7 +166,7 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct kverbs_domain *dom = ep->dom;
 	struct kmsg_ep *m = &ep->msg;
 	enum kmsg_wire_err e;
-	bool locked, queued;
+	bool polled, queued;
 	u16 credits;
 	u8 type;
 	int ret;
@@ -159,18 +184,18 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
-	locked = kmsg_cq_enter(dom);
+	polled = kmsg_polled(dom);
 	ib_dma_sync_single_for_cpu(dom->pd->device, rx->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	e = kmsg_hdr_check(rx->data, wc->byte_len, m->rx_seq, dom->max_msg,
 			   &rx->len, &credits, &type);
 	if (e != KMSG_WIRE_OK) {
 		kmsg_proto_error(ep, kmsg_wire_err_str(e), m->rx_seq);
-		goto out;
+		return;
 	}
 	rx->seq = m->rx_seq++;
 	atomic64_inc(&m->stats.received);
-	if (locked)
+	if (polled)
 		atomic64_inc(&m->stats.polled);
 	trace_kmsg_recv(ep, rx->seq, rx->len, credits, type);
 
@@ -192,10 +217,10 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (ret == -EPROTO) {
 		kmsg_proto_error(ep, "credits beyond the announced depth",
 				 rx->seq);
-		goto out;
+		return;
 	} else if (ret) {
 		kverbs_ep_schedule_teardown(ep, ret);
-		goto out;
+		return;
 	}
 	if (credits)
 		atomic64_add(credits, &m->stats.credits_received);
@@ -203,10 +228,8 @@ void kmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (type == KMSG_TYPE_CREDIT)
 		kmsg_repost(ep, rx);
 	else
-		kmsg_dispatch(ep, rx, locked ? KMSG_CTX_POLL :
+		kmsg_dispatch(ep, rx, polled ? KMSG_CTX_POLL :
 			      KMSG_CTX_SOFTIRQ, queued);
-out:
-	kmsg_cq_exit(dom, locked);
 }
 
 /* Dispatch one endpoint's backlog in process context. */
@@ -214,7 +237,7 @@ static void kmsg_defer_ep(struct kverbs_ep *ep)
 {
 	struct kmsg_ep *m = &ep->msg;
 	struct kmsg_rx *rx;
-	bool live;
+	bool live, defer;
 
 	for (;;) {
 		spin_lock_bh(&ep->lock);
@@ -228,10 +251,7 @@ static void kmsg_defer_ep(struct kverbs_ep *ep)
 			atomic64_inc(&m->stats.dropped);
 			continue;
 		}
-		if (ep->dom->ops->recv(ep, rx, KMSG_CTX_PROCESS) == KMSG_DEFER)
-			pr_warn_once("%s: handler deferred in process context; message consumed\n",
-				     ep->dom->name);
-		if (!rx->kept)
+		if (kmsg_call_handler(ep, rx, KMSG_CTX_PROCESS, &defer))
 			kmsg_repost(ep, rx);
 		cond_resched();
 	}
@@ -312,13 +332,14 @@ EXPORT_SYMBOL_NS_GPL(kmsg_rx_ep, KVERBS_NS);
  * @rx: message, inside ->recv()
  *
  * The buffer leaves the receive ring until kmsg_rx_release(), so the peer
- * gets its credit back only then.  At most depth / 2 buffers of an
- * endpoint can be kept, which leaves the ring room for the credits that
- * keep both directions moving.
+ * gets its credit back only then.  At most (depth - 1) / 2 buffers of an
+ * endpoint can be kept (kmsg_max_kept()), which leaves a one-way sender
+ * enough receives to earn a credit message.  A release may come from any
+ * context, also while ->recv() is still running on another CPU.
  *
  * Context: inside ->recv(), any context.
  * Return: 0, or -ENOBUFS when the endpoint's limit is reached (copy the
- * data instead).
+ * data instead), -EINVAL if already kept or called outside ->recv().
  */
 int kmsg_rx_keep(struct kmsg_rx *rx)
 {
@@ -326,16 +347,17 @@ int kmsg_rx_keep(struct kmsg_rx *rx)
 	int ret = 0;
 
 	spin_lock_bh(&ep->lock);
-	if (rx->kept)
+	if (rx->kept || !rx->in_handler) {
 		ret = -EINVAL;
-	else if (ep->msg.kept >= ep->msg.max_kept)
+	} else if (ep->msg.kept >= ep->msg.max_kept) {
 		ret = -ENOBUFS;
-	else
+	} else {
 		ep->msg.kept++;
+		rx->kept = true;
+	}
 	spin_unlock_bh(&ep->lock);
 	if (ret)
 		return ret;
-	rx->kept = true;
 	kref_get(&ep->ref);
 	return 0;
 }
@@ -352,14 +374,20 @@ EXPORT_SYMBOL_NS_GPL(kmsg_rx_keep, KVERBS_NS);
 void kmsg_rx_release(struct kmsg_rx *rx)
 {
 	struct kverbs_ep *ep = rx->ep;
+	bool repost;
 
-	if (WARN_ON_ONCE(!rx->kept))
-		return;
 	spin_lock_bh(&ep->lock);
+	if (WARN_ON_ONCE(!rx->kept)) {
+		spin_unlock_bh(&ep->lock);
+		return;
+	}
 	ep->msg.kept--;
-	spin_unlock_bh(&ep->lock);
 	rx->kept = false;
-	kmsg_repost(ep, rx);
+	/* Still inside ->recv() on another CPU: the dispatcher re-posts. */
+	repost = !rx->in_handler;
+	spin_unlock_bh(&ep->lock);
+	if (repost)
+		kmsg_repost(ep, rx);
 	kverbs_ep_put(ep);
 }
 EXPORT_SYMBOL_NS_GPL(kmsg_rx_release, KVERBS_NS);

@@ -478,24 +478,21 @@ static int kmsg_wc_errno(enum ib_wc_status st)
  *
  * Reclaims the WR and every earlier one still outstanding.
  *
- * Context: softirq or poll (CQ callback), serialised per domain.
+ * Context: softirq (CQ callback), serialised per domain by the CQ's poller.
  */
 void kmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct kmsg_wr *w = container_of(wc->wr_cqe, struct kmsg_wr, cqe);
 	struct kverbs_ep *ep = w->ep;
 	int status = kmsg_wc_errno(wc->status);
-	bool locked;
 	int ret = 0;
 
-	locked = kmsg_cq_enter(ep->dom);
 	/* A freed credit-message buffer may be what grants waited for. */
 	if (kmsg_reclaim_through(ep, w->pos, status) && !status) {
 		spin_lock_bh(&ep->lock);
 		ret = kmsg_flush_locked(ep);
 		spin_unlock_bh(&ep->lock);
 	}
-	kmsg_cq_exit(ep->dom, locked);
 
 	if (status && status != -ECONNRESET) {
 		atomic64_inc(&ep->stat_errors);

@@ -53,10 +53,208 @@ static void kmsg_credit_ctrl_threshold(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, kmsg_credit_want_ctrl(&c));
 	c.avail = 0;
 	KUNIT_EXPECT_FALSE(test, kmsg_credit_want_ctrl(&c));
-	/* Smallest ring: one repost is enough to want a credit message. */
-	kmsg_credit_init(&c, 2, 2);
+	/* Smallest ring: two reposts, never one (see the idle model). */
+	kmsg_credit_init(&c, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MIN_DEPTH);
+	kmsg_credit_reposted(&c);
+	KUNIT_EXPECT_FALSE(test, kmsg_credit_want_ctrl(&c));
 	kmsg_credit_reposted(&c);
 	KUNIT_EXPECT_TRUE(test, kmsg_credit_want_ctrl(&c));
+}
+
+/*
+ * A model of two peers as kmsg runs them: every message spends a credit
+ * and carries the grants (kmsg_credit_take()), a receive is re-posted when
+ * its handler returns or its kept buffer is released, and after every
+ * re-post or grant the peer sends a credit-only message if it wants one
+ * (kmsg_flush_locked()).  Both sides send data and credit messages.
+ */
+struct kmsg_sim_peer {
+	struct kmsg_credit c;
+	u32 depth;
+	u32 posted;		/* receives posted */
+	u32 backlog;		/* received, handler not returned yet */
+	u32 kept;		/* kept by the handler */
+	u32 ctrl_sent;
+	u32 data_sent;
+};
+
+struct kmsg_sim {
+	struct kunit *test;
+	struct kmsg_sim_peer p[2];
+	bool failed;
+};
+
+static void kmsg_sim_init(struct kmsg_sim *s, struct kunit *test, u32 depth)
+{
+	int i;
+
+	memset(s, 0, sizeof(*s));
+	s->test = test;
+	for (i = 0; i < 2; i++) {
+		s->p[i].depth = depth;
+		s->p[i].posted = depth;
+		kmsg_credit_init(&s->p[i].c, depth, depth);
+	}
+}
+
+static void kmsg_sim_deliver(struct kmsg_sim *s, int to, u16 grant);
+
+/* What kmsg_flush_locked() does after a re-post or a grant. */
+static void kmsg_sim_flush(struct kmsg_sim *s, int i)
+{
+	struct kmsg_sim_peer *p = &s->p[i];
+	u16 g;
+
+	if (kmsg_credit_want_ctrl(&p->c) && kmsg_credit_take(&p->c, &g)) {
+		p->ctrl_sent++;
+		kmsg_sim_deliver(s, !i, g);
+	}
+}
+
+/* A credit-only message is re-posted at once, in the receive path. */
+static void kmsg_sim_deliver(struct kmsg_sim *s, int to, u16 grant)
+{
+	struct kmsg_sim_peer *p = &s->p[to];
+
+	if (!p->posted || kmsg_credit_receive(&p->c, grant)) {
+		KUNIT_FAIL(s->test, "message without a posted receive or with a bad grant");
+		s->failed = true;
+		return;
+	}
+	p->posted--;
+	p->backlog++;
+}
+
+static bool kmsg_sim_send(struct kmsg_sim *s, int i)
+{
+	u16 g;
+
+	if (!kmsg_credit_take(&s->p[i].c, &g))
+		return false;
+	s->p[i].data_sent++;
+	kmsg_sim_deliver(s, !i, g);
+	return true;
+}
+
+/* The handler of one received message returns, keeping it if @keep. */
+static void kmsg_sim_handle(struct kmsg_sim *s, int i, bool keep)
+{
+	struct kmsg_sim_peer *p = &s->p[i];
+
+	p->backlog--;
+	if (keep && p->kept < kmsg_max_kept(p->depth)) {
+		p->kept++;
+		return;
+	}
+	p->posted++;
+	kmsg_credit_reposted(&p->c);
+	kmsg_sim_flush(s, i);
+}
+
+static void kmsg_sim_release(struct kmsg_sim *s, int i)
+{
+	struct kmsg_sim_peer *p = &s->p[i];
+
+	p->kept--;
+	p->posted++;
+	kmsg_credit_reposted(&p->c);
+	kmsg_sim_flush(s, i);
+}
+
+/* Let both handlers return everything; false if it does not settle. */
+static bool kmsg_sim_settle(struct kmsg_sim *s, u32 *msgs)
+{
+	u32 before = s->p[0].ctrl_sent + s->p[1].ctrl_sent, n;
+
+	for (n = 0; n < 1000 && !s->failed; n++) {
+		if (s->p[0].backlog)
+			kmsg_sim_handle(s, 0, false);
+		else if (s->p[1].backlog)
+			kmsg_sim_handle(s, 1, false);
+		else
+			break;
+	}
+	*msgs = s->p[0].ctrl_sent + s->p[1].ctrl_sent - before;
+	return !s->p[0].backlog && !s->p[1].backlog;
+}
+
+/*
+ * Random two-way traffic with keeps and releases, then idle: both peers
+ * go quiet after a bounded number of credit messages (no endless
+ * exchange), and either can still send at once.  Every depth from the
+ * smallest allowed up to 16.
+ */
+static void kmsg_credit_idle_quiet(struct kunit *test)
+{
+	struct kmsg_sim s;
+	struct rnd_state rnd;
+	u32 depth, step, msgs;
+	int i;
+
+	prandom_seed_state(&rnd, 7);
+	for (depth = KVERBS_CM_MIN_DEPTH; depth <= 16; depth++) {
+		kmsg_sim_init(&s, test, depth);
+		for (step = 0; step < 5000 && !s.failed; step++) {
+			u32 r = prandom_u32_state(&rnd);
+
+			i = r & 1;
+			switch ((r >> 1) % 4) {
+			case 0:
+				kmsg_sim_send(&s, i);
+				break;
+			case 1:
+			case 2:
+				if (s.p[i].backlog)
+					kmsg_sim_handle(&s, i, (r >> 8) % 4 == 0);
+				break;
+			case 3:
+				if (s.p[i].kept)
+					kmsg_sim_release(&s, i);
+				break;
+			}
+		}
+		for (i = 0; i < 2; i++)
+			while (s.p[i].kept)
+				kmsg_sim_release(&s, i);
+		KUNIT_ASSERT_TRUE_MSG(test, kmsg_sim_settle(&s, &msgs),
+				      "depth %u: credit messages never stop", depth);
+		KUNIT_EXPECT_LE_MSG(test, msgs, 2 * depth,
+				    "depth %u: %u credit messages when idle",
+				    depth, msgs);
+		/* Idle, nothing kept: a message goes out on either side. */
+		for (i = 0; i < 2; i++)
+			KUNIT_EXPECT_TRUE_MSG(test, kmsg_sim_send(&s, i),
+					      "depth %u: peer %d cannot send when idle",
+					      depth, i);
+	}
+}
+
+/*
+ * One-way sender, receiver keeping every message it may and releasing
+ * none: the sender still gets 10 x depth messages through, as the
+ * kmsg_rx_keep() documentation promises.
+ */
+static void kmsg_credit_oneway_kept(struct kunit *test)
+{
+	struct kmsg_sim s;
+	u32 depth, sent, n;
+
+	for (depth = KVERBS_CM_MIN_DEPTH; depth <= 16; depth++) {
+		kmsg_sim_init(&s, test, depth);
+		for (sent = 0, n = 0; n < 100 * depth && sent < 10 * depth &&
+		     !s.failed; n++) {
+			if (kmsg_sim_send(&s, 0))
+				sent++;
+			while (s.p[1].backlog)
+				kmsg_sim_handle(&s, 1, true);
+			while (s.p[0].backlog)
+				kmsg_sim_handle(&s, 0, false);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, sent, 10 * depth,
+				    "depth %u: one-way sender stalled with %u kept",
+				    depth, s.p[1].kept);
+		KUNIT_EXPECT_EQ(test, s.p[1].kept, kmsg_max_kept(depth));
+	}
 }
 
 /*
@@ -344,6 +542,8 @@ static struct kunit_case kmsg_cases[] = {
 	KUNIT_CASE(kmsg_credit_accounting),
 	KUNIT_CASE(kmsg_credit_ctrl_threshold),
 	KUNIT_CASE(kmsg_credit_no_deadlock),
+	KUNIT_CASE(kmsg_credit_idle_quiet),
+	KUNIT_CASE(kmsg_credit_oneway_kept),
 	KUNIT_CASE(kmsg_sq_wrap),
 	KUNIT_CASE(kmsg_sq_signal_interval),
 	KUNIT_CASE(kmsg_sq_full_is_signaled),

@@ -51,15 +51,19 @@ static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 static int kverbs_endpoints_show(struct seq_file *m, void *v)
 {
 	struct kverbs_domain *dom = m->private;
+	struct kverbs_listener *l;
 	struct kverbs_ep *ep;
 
 	mutex_lock(&dom->lock);
 	seq_printf(m, "domain %s node %u device %s cq %u/%u closed_sent %lld closed_reclaimed %lld\n",
 		   dom->name, dom->node_id,
 		   dom->kdev ? dev_name(&dom->kdev->ibdev->dev) : "-",
-		   dom->cq_used, dom->cq_size,
+		   dom->cq_used, dom->cq_bound,
 		   atomic64_read(&dom->closed_sent),
 		   atomic64_read(&dom->closed_reclaimed));
+	list_for_each_entry(l, &dom->listeners, dom_node)
+		seq_printf(m, "listener %pISpc %s\n", &l->addr,
+			   kverbs_listener_state_str(l));
 	list_for_each_entry(ep, &dom->eps, dom_node)
 		kverbs_debugfs_ep(m, ep);
 	mutex_unlock(&dom->lock);

@@ -8,9 +8,11 @@
  * ib_core frees the ib_device right after remove returns.
  *
  * ib_core calls client remove callbacks in the reverse order of
- * registration, so ours runs before rdma_cm's: our cm_ids on the device are
- * destroyed before rdma_cm would deliver DEVICE_REMOVAL to them.  Listeners
- * are bound to no device and never get DEVICE_REMOVAL; they stay.
+ * registration, so ours runs before rdma_cm's: our endpoints' cm_ids on the
+ * device are destroyed before rdma_cm would deliver DEVICE_REMOVAL to them.
+ * Wildcard listeners are bound to no device and stay; a listener on a
+ * specific address does get DEVICE_REMOVAL and goes dormant until a device
+ * is added again (listen.c).
  */
 #include <linux/slab.h>
 #include <linux/xarray.h>
@@ -99,6 +101,7 @@ static int kverbs_add_one(struct ib_device *ibdev)
 		return ret;
 	}
 	pr_info("device %s added\n", dev_name(&ibdev->dev));
+	kverbs_listeners_device_added();
 	return 0;
 }
 
@@ -150,5 +153,6 @@ int kverbs_device_init(void)
 void kverbs_device_exit(void)
 {
 	ib_unregister_client(&kverbs_ib_client);
+	kverbs_listeners_exit();
 	WARN_ON(!xa_empty(&kverbs_devices));
 }

@@ -44,6 +44,7 @@ void kverbs_domain_put(struct kverbs_domain *dom)
  */
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr)
 {
+	struct kverbs_ep_budget b;
 	struct kverbs_domain *dom;
 
 	might_sleep();
@@ -61,6 +62,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 		return ERR_PTR(-ENOMEM);
 	kref_init(&dom->ref);
 	mutex_init(&dom->lock);
+	mutex_init(&dom->unbind_lock);
 	INIT_LIST_HEAD(&dom->eps);
 	INIT_LIST_HEAD(&dom->listeners);
 	INIT_LIST_HEAD(&dom->regions);
@@ -73,7 +75,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->max_msg = attr->max_msg;
 	dom->rnr_retry = attr->rnr_retry;
 	dom->signal_interval = attr->signal_interval;
-	dom->cq_size = attr->max_eps * KVERBS_EP_CQES(attr->depth);
+	kverbs_ep_budget(attr->depth, &b);
+	dom->cq_size = attr->max_eps * b.cqes;
 	INIT_WORK(&dom->defer_work, kmsg_defer_work);
 	spin_lock_init(&dom->defer_lock);
 	INIT_LIST_HEAD(&dom->defer_list);
@@ -109,17 +112,23 @@ EXPORT_SYMBOL_NS_GPL(kverbs_domain_priv, KVERBS_NS);
 
 /*
  * Bind @dom to @ibdev if unbound.  Called with dom->lock held.  Returns
- * -EXDEV when bound to another device, -ENODEV when @ibdev is going away,
- * -ESHUTDOWN when the domain is being destroyed.
+ * -EXDEV when bound to another device, -ENODEV when @ibdev is going away
+ * or the domain is unbinding from it, -ESHUTDOWN when the domain is being
+ * destroyed.
  */
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 {
+	struct kverbs_ep_budget b;
 	struct kverbs_device *kdev;
+	unsigned int cq_size;
 	int ret;
 
 	lockdep_assert_held(&dom->lock);
 	if (dom->dying)
 		return -ESHUTDOWN;
+	/* Nothing may use the CQ and PD that an unbind is about to free. */
+	if (dom->unbinding)
+		return -ENODEV;
 	if (dom->kdev)
 		return dom->kdev->ibdev == ibdev ? 0 : -EXDEV;
 
@@ -127,12 +136,26 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	if (!kdev)
 		return -ENODEV;
 
+	/* The device's limits clamp the CQ, and refuse a depth too deep. */
+	kverbs_ep_budget(dom->depth, &b);
+	if (b.send_wr > ibdev->attrs.max_qp_wr ||
+	    b.recv_wr > ibdev->attrs.max_qp_wr ||
+	    b.cqes > ibdev->attrs.max_cqe) {
+		pr_warn("domain %s: depth %u needs %u/%u WRs and %u CQEs, %s allows %d WRs and %d CQEs\n",
+			dom->name, dom->depth, b.send_wr, b.recv_wr, b.cqes,
+			dev_name(&ibdev->dev), ibdev->attrs.max_qp_wr,
+			ibdev->attrs.max_cqe);
+		ret = -EINVAL;
+		goto out_put;
+	}
+	cq_size = min_t(unsigned int, dom->cq_size, ibdev->attrs.max_cqe);
+
 	dom->pd = ib_alloc_pd(ibdev, 0);
 	if (IS_ERR(dom->pd)) {
 		ret = PTR_ERR(dom->pd);
 		goto out_put;
 	}
-	dom->cq = ib_alloc_cq_any(ibdev, dom, dom->cq_size, IB_POLL_SOFTIRQ);
+	dom->cq = ib_alloc_cq_any(ibdev, dom, cq_size, IB_POLL_SOFTIRQ);
 	if (IS_ERR(dom->cq)) {
 		ret = PTR_ERR(dom->cq);
 		goto out_pd;
@@ -142,6 +165,7 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 		goto out_cq;
 	dom->kdev = kdev;
 	dom->cq_used = 0;
+	dom->cq_bound = cq_size;
 	spin_lock_bh(&dom->poll_lock);
 	dom->poll_cq = dom->cq;
 	spin_unlock_bh(&dom->poll_lock);
@@ -162,7 +186,13 @@ out_put:
 /*
  * Tear down every endpoint that uses the domain's device resources, then
  * free the CQ and PD and drop the device.  Endpoints still resolving an
- * address hold no device resources and are left alone.
+ * address hold no device resources; they find the domain unbinding when
+ * they get to kverbs_domain_bind() and fail.
+ *
+ * @dom->unbinding stays set from the first critical section to the last,
+ * across the flush that drops dom->lock, so no endpoint can reserve the
+ * dying CQ in between.  @unbind_lock makes concurrent unbinds (device
+ * removal and kverbs_domain_destroy()) run one after the other.
  *
  * Context: process; not from the domain's workqueue (it is flushed here).
  */
@@ -171,11 +201,14 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 	struct kverbs_device *kdev;
 	struct kverbs_ep *ep;
 
+	mutex_lock(&dom->unbind_lock);
 	mutex_lock(&dom->lock);
-	if (!dom->kdev) {
+	kdev = dom->kdev;
+	if (!kdev) {
 		mutex_unlock(&dom->lock);
-		return;
+		goto out;
 	}
+	dom->unbinding = true;
 	list_for_each_entry(ep, &dom->eps, dom_node)
 		if (ep->cq_reserved)
 			kverbs_ep_schedule_teardown(ep, -ENODEV);
@@ -183,13 +216,9 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 
 	/* Teardown runs on dom->wq; once flushed, no endpoint uses the CQ. */
 	flush_workqueue(dom->wq);
+	kverbs_test_delay(unbind);
 
 	mutex_lock(&dom->lock);
-	kdev = dom->kdev;
-	if (!kdev) {		/* a concurrent unbind finished first */
-		mutex_unlock(&dom->lock);
-		return;
-	}
 	WARN_ON(dom->cq_used);
 	kverbs_domain_drop_regions(dom);
 	spin_lock_bh(&dom->poll_lock);
@@ -200,12 +229,15 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 	dom->cq = NULL;
 	dom->pd = NULL;
 	dom->kdev = NULL;
+	dom->unbinding = false;
 	mutex_unlock(&dom->lock);
 
 	kverbs_device_detach_domain(kdev, dom);
 	pr_info("domain %s unbound from %s\n", dom->name,
 		dev_name(&kdev->ibdev->dev));
 	kverbs_device_put(kdev);
+out:
+	mutex_unlock(&dom->unbind_lock);
 }
 
 /**
@@ -231,11 +263,9 @@ void kverbs_domain_destroy(struct kverbs_domain *dom)
 	list_splice_init(&dom->listeners, &listeners);
 	mutex_unlock(&dom->lock);
 
-	/* rdma_destroy_id waits for running handlers: no new accepts after. */
-	list_for_each_entry_safe(l, tmp, &listeners, dom_node) {
-		rdma_destroy_id(l->cm_id);
-		kfree(l);
-	}
+	/* No new accepts once they are gone. */
+	list_for_each_entry_safe(l, tmp, &listeners, dom_node)
+		kverbs_listener_free(l);
 
 	mutex_lock(&dom->lock);
 	list_for_each_entry(ep, &dom->eps, dom_node)

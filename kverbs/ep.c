@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * RC endpoints over rdma_cm: connect, listen/accept, send, receive and
- * teardown.
+ * RC endpoints over rdma_cm: connect, accept, and teardown.  Listeners
+ * are in listen.c.
  *
  * Teardown order (one function, run once, always on the domain workqueue):
  * state -> CLOSING under ep->lock (no new posts) -> rdma_disconnect ->
@@ -9,14 +9,31 @@
  * -> destroy QP -> free buffers -> rdma_destroy_id (waits for a running
  * CM handler) -> leave the domain -> @disconnected callback.
  *
- * Sizing: the send queue has one entry per kmsg send buffer (depth + 1)
- * and the receive queue one per ring buffer (depth), each plus one for the
- * drain marker; kmsg never posts a WR without a buffer, so neither queue
- * can overflow.
+ * Sizing: kverbs_ep_budget(), the one place that sizes the queues.
  */
 #include <linux/slab.h>
 
 #include "kverbs-pri.h"
+
+/**
+ * kverbs_ep_budget - the queue sizes of an endpoint
+ * @depth: the domain's depth
+ * @b: output
+ *
+ * See struct kverbs_ep_budget for the numbered budget.
+ *
+ * Context: any.
+ */
+void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b)
+{
+	b->ntx = depth + 1;
+	b->nops = depth;
+	b->nrx = depth;
+	b->send_wr = b->ntx + b->nops + 1;
+	b->recv_wr = b->nrx + 1;
+	b->cqes = b->send_wr + b->recv_wr;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ep_budget);
 
 static void kverbs_ep_release(struct kref *ref)
 {
@@ -36,7 +53,7 @@ void kverbs_ep_put(struct kverbs_ep *ep)
 static void kverbs_ep_teardown_work(struct work_struct *work);
 
 /* Allocate an endpoint on @dom's list; the list holds the first reference. */
-static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
+struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 {
 	struct kverbs_ep *ep;
 
@@ -50,6 +67,7 @@ static struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	kmsg_ep_init(ep);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
+	kverbs_ep_budget(dom->depth, &ep->budget);
 
 	mutex_lock(&dom->lock);
 	if (dom->dying) {
@@ -99,7 +117,7 @@ static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 	}
 	kmsg_ep_unmap(ep);
 	if (ep->cq_reserved) {
-		dom->cq_used -= KVERBS_EP_CQES(dom->depth);
+		dom->cq_used -= ep->budget.cqes;
 		ep->cq_reserved = false;
 	}
 }
@@ -127,11 +145,11 @@ static void kverbs_qp_event(struct ib_event *ev, void *ctx)
  * endpoint's CQ reservation or the endpoint sees the domain gone; and only
  * while CONNECTING, so nothing is created once teardown has started.
  */
-static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
+int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_qp_init_attr init = {};
-	unsigned int need = KVERBS_EP_CQES(dom->depth);
+	struct kverbs_ep_budget *b = &ep->budget;
 	int ret;
 
 	mutex_lock(&dom->lock);
@@ -142,11 +160,11 @@ static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	ret = kverbs_domain_bind(dom, ep->cm_id->device);
 	if (ret)
 		goto out;
-	if (dom->cq_used + need > dom->cq_size) {
+	if (dom->cq_used + b->cqes > dom->cq_bound) {
 		ret = -ENOSPC;
 		goto out;
 	}
-	dom->cq_used += need;
+	dom->cq_used += b->cqes;
 	ep->cq_reserved = true;
 
 	ret = kmsg_ep_setup(ep);
@@ -157,8 +175,8 @@ static int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	init.qp_context = ep;
 	init.send_cq = dom->cq;
 	init.recv_cq = dom->cq;
-	init.cap.max_send_wr = ep->msg.ntx + 1;
-	init.cap.max_recv_wr = ep->msg.nrx + 1;
+	init.cap.max_send_wr = b->send_wr;
+	init.cap.max_recv_wr = b->recv_wr;
 	init.cap.max_send_sge = 1;
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
@@ -202,7 +220,7 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 
 static void kverbs_ep_connected(struct kverbs_ep *ep)
 {
-	bool ok, early = false;
+	bool ok;
 
 	spin_lock_bh(&ep->lock);
 	ok = ep->state == KVERBS_EP_CONNECTING;
@@ -210,7 +228,11 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 		kmsg_ep_connected(ep);
 		ep->state = KVERBS_EP_CONNECTED;
 		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
-		early = kmsg_backlog_must_queue(&ep->msg.backlog);
+		/*
+		 * Until @connected returned, arrivals queue on the backlog:
+		 * no ->recv() runs before or during ->connected().
+		 */
+		ep->msg.backlog.busy = true;
 	}
 	spin_unlock_bh(&ep->lock);
 	if (!ok)
@@ -222,92 +244,39 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 	if (ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
-	/* Messages that arrived before this point waited for it. */
-	if (early)
-		kmsg_schedule_defer(ep);
+	/* Dispatch what waited; the work marks the backlog idle when empty. */
+	kmsg_schedule_defer(ep);
 }
 
-static void kverbs_cm_reject(struct rdma_cm_id *id, enum kverbs_cm_reason r)
+/**
+ * kverbs_ep_accept - accept the connection of a passive endpoint
+ * @ep: endpoint whose QP is set up, in its CM handler
+ *
+ * ->connected means "sends work now": rdma_accept() moves an IB or RoCE
+ * QP to RTS before it returns, an iWARP QP reaches RTS only with
+ * ESTABLISHED.  Messages that arrive in between wait for ->connected on
+ * the backlog, as on the active side.
+ *
+ * Context: process (CM handler of @ep's id).
+ */
+void kverbs_ep_accept(struct kverbs_ep *ep)
 {
-	struct kverbs_cm_rej rej = {
-		.magic = cpu_to_be32(KVERBS_CM_MAGIC),
-		.version = cpu_to_be16(KVERBS_CM_VERSION),
-		.reason = cpu_to_be16(r),
-	};
-
-	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
-}
-
-/* Passive side: validate, create the endpoint, accept or reject. */
-static int kverbs_listener_request(struct kverbs_listener *l,
-				   struct rdma_cm_id *id,
-				   struct rdma_cm_event *ev)
-{
-	struct kverbs_domain *dom = l->dom;
-	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
+	struct rdma_cm_id *id = ep->cm_id;
 	struct rdma_conn_param param;
 	struct kverbs_cm_priv priv;
-	enum kverbs_cm_reason reason;
-	struct kverbs_ep *ep;
-	u32 node, max_msg;
-	u16 depth;
 	int ret;
 
-	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
-				      ev->param.conn.private_data_len,
-				      &node, &depth, &max_msg);
-	if (reason != KVERBS_CM_OK) {
-		pr_warn_ratelimited("%s: rejecting connection from %pISpc: %s\n",
-				    dom->name, src,
-				    kverbs_cm_reason_str(reason));
-		goto reject;
-	}
-
-	ep = kverbs_ep_alloc(dom);
-	if (IS_ERR(ep)) {
-		reason = KVERBS_CM_ENOLISTEN;
-		goto reject;
-	}
-	ep->cm_id = id;
-	ep->peer_node = node;
-	ep->peer_depth = depth;
-	ep->peer_max_msg = max_msg;
-	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
-	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
-	id->context = ep;
-
-	/*
-	 * From here on the endpoint owns @id and only its teardown destroys
-	 * it, so every failure below returns 0.
-	 */
-	ret = kverbs_ep_setup_qp(ep);
-	if (ret)
-		goto busy;
-	/*
-	 * rdma_accept moves the QP to RTS and sends the REP; the peer may
-	 * send as soon as it sees it, before ESTABLISHED reaches us.  So the
-	 * endpoint is usable, and announced, before the accept.
-	 */
-	kverbs_ep_connected(ep);
 	kverbs_conn_param(ep, &priv, &param);
 	ret = rdma_accept(id, &param);
 	if (ret) {
 		pr_warn_ratelimited("%s: accept of node %u from %pISpc failed: %d\n",
-				    dom->name, node, src, ret);
+				    ep->dom->name, ep->peer_node, &ep->peer_addr,
+				    ret);
 		kverbs_ep_schedule_teardown(ep, ret);
+		return;
 	}
-	return 0;
-
-busy:
-	pr_warn_ratelimited("%s: cannot accept node %u from %pISpc: %d\n",
-			    dom->name, node, src, ret);
-	kverbs_cm_reject(id, KVERBS_CM_EBUSY);
-	kverbs_ep_schedule_teardown(ep, ret);
-	return 0;
-
-reject:
-	kverbs_cm_reject(id, reason);
-	return 1;	/* rdma_cm destroys the child id */
+	if (!rdma_protocol_iwarp(id->device, id->port_num))
+		kverbs_ep_connected(ep);
 }
 
 /* Active side: the server's accept carries its announcement. */
@@ -366,19 +335,16 @@ static void kverbs_ep_route_resolved(struct kverbs_ep *ep,
 }
 
 /*
- * The rdma_cm event handler of every kverbs cm_id.  CONNECT_REQUEST arrives
- * on a new child id whose context is still the listener's; every other
- * event carries an endpoint.  Context: process (rdma_cm work), under the
- * id's handler mutex.  Never destroys its own id except by returning
- * non-zero from CONNECT_REQUEST.
+ * The rdma_cm event handler of every endpoint's cm_id: active ids from
+ * their creation, accepted ones from the CONNECT_REQUEST that made them
+ * (kverbs/listen.c switches the child id over).  Context: process
+ * (rdma_cm work), under the id's handler mutex.  Never destroys its own
+ * id.
  */
 int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct kverbs_ep *ep = id->context;
 	int ret;
-
-	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return kverbs_listener_request(id->context, id, ev);
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
@@ -390,9 +356,10 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		kverbs_ep_route_resolved(ep, id);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		/* The passive side became usable before its accept. */
 		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
 			kverbs_ep_established_active(ep, ev);
+		else	/* iWARP: only now is the QP in RTS */
+			kverbs_ep_connected(ep);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		kverbs_ep_rejected(ep, id, ev);
@@ -611,78 +578,3 @@ void *kverbs_ep_priv(const struct kverbs_ep *ep)
 	return READ_ONCE(ep->priv);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_priv, KVERBS_NS);
-
-/**
- * kverbs_listen - accept connections on an address
- * @dom: domain of accepted endpoints
- * @addr: local address with port; the wildcard address listens on every
- *	device
- *
- * Accepted endpoints belong to @dom; the user sees them through
- * @connected, @recv and @disconnected.
- *
- * Context: process; may sleep.
- * Return: the listener, or ERR_PTR: -EADDRINUSE, -ESHUTDOWN, -ENOMEM, or
- * an rdma_cm error.
- */
-struct kverbs_listener *kverbs_listen(struct kverbs_domain *dom,
-				      const struct sockaddr *addr)
-{
-	struct kverbs_listener *l;
-	int ret;
-
-	might_sleep();
-	l = kzalloc(sizeof(*l), GFP_KERNEL);
-	if (!l)
-		return ERR_PTR(-ENOMEM);
-	l->dom = dom;
-	l->cm_id = rdma_create_id(&init_net, kverbs_cm_handler, l, RDMA_PS_TCP,
-				  IB_QPT_RC);
-	if (IS_ERR(l->cm_id)) {
-		ret = PTR_ERR(l->cm_id);
-		goto out_free;
-	}
-	ret = rdma_bind_addr(l->cm_id, (struct sockaddr *)addr);
-	if (!ret)
-		ret = rdma_listen(l->cm_id, 64);
-	if (ret)
-		goto out_id;
-
-	mutex_lock(&dom->lock);
-	if (dom->dying) {
-		mutex_unlock(&dom->lock);
-		ret = -ESHUTDOWN;
-		goto out_id;
-	}
-	list_add_tail(&l->dom_node, &dom->listeners);
-	mutex_unlock(&dom->lock);
-	return l;
-
-out_id:
-	rdma_destroy_id(l->cm_id);
-out_free:
-	kfree(l);
-	return ERR_PTR(ret);
-}
-EXPORT_SYMBOL_NS_GPL(kverbs_listen, KVERBS_NS);
-
-/**
- * kverbs_listener_destroy - stop accepting
- * @l: listener
- *
- * Endpoints already accepted stay; they go with their domain.
- *
- * Context: process; may sleep.
- */
-void kverbs_listener_destroy(struct kverbs_listener *l)
-{
-	struct kverbs_domain *dom = l->dom;
-
-	might_sleep();
-	mutex_lock(&dom->lock);
-	list_del(&l->dom_node);
-	mutex_unlock(&dom->lock);
-	rdma_destroy_id(l->cm_id);
-	kfree(l);
-}
-EXPORT_SYMBOL_NS_GPL(kverbs_listener_destroy, KVERBS_NS);

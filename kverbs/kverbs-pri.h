@@ -28,6 +28,15 @@
 #define KVERBS_NAME_LEN		32
 #define KVERBS_CM_TIMEOUT_MS	5000
 
+#ifdef KVERBS_TESTING
+#include <linux/delay.h>
+extern unsigned int kverbs_test_unbind_delay_ms;
+/* Test builds: sleep where a race window is, so tests hit it every time. */
+#define kverbs_test_delay(name) msleep(READ_ONCE(kverbs_test_##name##_delay_ms))
+#else
+#define kverbs_test_delay(name) do { } while (0)
+#endif
+
 /*
  * One per RDMA device, created by the ib_client add callback.
  *
@@ -56,32 +65,35 @@ int kverbs_device_init(void);
 void kverbs_device_exit(void);
 
 /*
- * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used),
- * @eps and @listeners, and @dying.  Callbacks of @ops run without it.
+ * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used,
+ * @unbinding), @eps and @listeners, and @dying.  Callbacks of @ops run
+ * without it.  @unbind_lock serialises kverbs_domain_unbind() calls; it
+ * is taken before @lock and never by the domain's work items.
  *
- * CQ sizing: each endpoint needs KVERBS_EP_CQES(depth) entries: a send
- * queue of depth + 1 buffers (data and the credit message) and depth RDMA
- * operations, a receive ring of depth, plus one drain WR on each queue.  The CQ holds max_eps of
- * those and an endpoint beyond max_eps is refused with -ENOSPC instead of
- * risking a CQ overrun.
+ * CQ sizing: each endpoint needs the cqes of its kverbs_ep_budget(); the
+ * CQ holds max_eps of those (fewer if the device's max_cqe says so) and an
+ * endpoint beyond them is refused with -ENOSPC instead of risking a CQ
+ * overrun.
  *
  * Deferred receives: @defer_work (on @wq; a work item never runs twice at
  * once) dispatches the backlog of every endpoint on @defer_list, so
  * deferred handlers of one domain run one at a time.  @defer_lock (bh)
  * protects @defer_list.
  *
- * Polling: @poll_lock (bh) serialises CQ callbacks between the softirq
- * poller of ib_core and tasks in kverbs_domain_poll(); @poll_owner is the
- * CPU (+1) of a task polling with it held, whose own callbacks must not
- * take it again.  @poll_cq is the CQ while bound, under @poll_lock.
+ * Polling (kmsg/poll.c): @poll_lock (bh) keeps @poll_cq, the CQ while
+ * bound, from being freed while a task schedules its poller; @poll_owner
+ * is the CPU (+1) of a task in kverbs_domain_poll().
  */
 struct kverbs_domain {
 	struct kref ref;
 	struct mutex lock;		/* see above */
+	struct mutex unbind_lock;	/* see above */
+	bool unbinding;
 	struct kverbs_device *kdev;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	unsigned int cq_size;
+	unsigned int cq_size;		/* asked for: max_eps budgets */
+	unsigned int cq_bound;		/* the bound CQ's, within max_cqe */
 	unsigned int cq_used;
 	struct list_head eps;
 	struct list_head listeners;
@@ -111,8 +123,34 @@ struct kverbs_domain {
 	atomic64_t closed_reclaimed;
 };
 
-/* send: depth + 1 buffers, depth operations, drain; receive: depth, drain */
-#define KVERBS_EP_CQES(depth)	(3 * (depth) + 3)
+/*
+ * Queue budget of one endpoint of a domain of depth D; computed only by
+ * kverbs_ep_budget(), which every user of these sizes calls.
+ *
+ * Send queue, every WR that can be outstanding at once:
+ *   1. D data buffers (kmsg), each posted at most once until reclaimed;
+ *   2. 1 credit-message buffer (kmsg);
+ *   3. D operation slots: RDMA read/write/atomics, REG_MR, LOCAL_INV;
+ *   4. 1 drain WR (ib_drain_qp).
+ * Receive queue:
+ *   5. D receive buffers;
+ *   6. 1 drain WR.
+ * Completion queue: every WR of 1-6 may complete, unsignaled ones too
+ * when they are flushed, so one CQE per WR of both queues.
+ *
+ * Nothing is posted without holding a buffer or slot of 1-3 or 5, so
+ * neither queue can overflow and the drain WRs always fit.
+ */
+struct kverbs_ep_budget {
+	u32 send_wr;
+	u32 recv_wr;
+	u32 cqes;
+	u16 ntx;	/* 1 + 2 */
+	u16 nops;	/* 3 */
+	u16 nrx;	/* 5 */
+};
+
+void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
 
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev);
 void kverbs_domain_get(struct kverbs_domain *dom);
@@ -160,6 +198,7 @@ struct kverbs_ep {
 	struct list_head dom_node;
 	struct work_struct teardown_work;
 
+	struct kverbs_ep_budget budget;
 	struct kmsg_ep msg;
 	bool cq_reserved;
 
@@ -172,9 +211,24 @@ struct kverbs_ep {
 	atomic64_t stat_errors;
 };
 
+enum kverbs_listener_state {
+	KVERBS_LISTENER_LISTENING,
+	KVERBS_LISTENER_DORMANT,	/* its device is gone; see listen.c */
+	KVERBS_LISTENER_CLOSED,
+};
+
+/*
+ * Locking: @lock protects @cm_id, @state and @dormant_node (with
+ * kverbs_listeners_lock, taken first); @dom_node is under dom->lock.
+ */
 struct kverbs_listener {
 	struct kverbs_domain *dom;
+	struct mutex lock;		/* see above */
 	struct rdma_cm_id *cm_id;
+	enum kverbs_listener_state state;
+	struct sockaddr_storage addr;
+	struct work_struct removal_work;
+	struct list_head dormant_node;
 	struct list_head dom_node;
 };
 
@@ -189,8 +243,17 @@ enum kverbs_cm_reason kverbs_cm_rej_parse(const void *data, unsigned int len);
 
 /* ep.c */
 int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom);
+int kverbs_ep_setup_qp(struct kverbs_ep *ep);
+void kverbs_ep_accept(struct kverbs_ep *ep);
 void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err);
 void kverbs_ep_put(struct kverbs_ep *ep);
+
+/* listen.c */
+void kverbs_listener_free(struct kverbs_listener *l);
+const char *kverbs_listener_state_str(struct kverbs_listener *l);
+void kverbs_listeners_device_added(void);
+void kverbs_listeners_exit(void);
 
 /* region.c */
 void kverbs_domain_drop_regions(struct kverbs_domain *dom);

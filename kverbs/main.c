@@ -6,6 +6,18 @@
 
 #include "kverbs-pri.h"
 
+#ifdef KVERBS_TESTING
+/*
+ * Test builds only (KVERBS_KUNIT=m): widen race windows so that the
+ * regression tests hit them every time.  Never in the DKMS package.
+ */
+unsigned int kverbs_test_unbind_delay_ms;
+module_param_named(test_unbind_delay_ms, kverbs_test_unbind_delay_ms, uint,
+		   0644);
+MODULE_PARM_DESC(test_unbind_delay_ms,
+		 "test builds: sleep this long inside domain unbind");
+#endif
+
 static int __init kverbs_init(void)
 {
 	int ret;

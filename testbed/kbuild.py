@@ -23,7 +23,7 @@ else:
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kmsg", "kmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kverbs_kmem.ko", "kping.ko", "krdma.ko"]
-KUNIT_MODULES = ["kverbs_kunit.ko", "kverbs_kmem_kunit.ko"]
+KUNIT_MODULES = ["kverbs_kunit.ko", "kverbs_kmem_kunit.ko", "kvtest.ko"]
 BENCH_MODULES = ["rawping.ko"]
 
 WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)

@@ -32,8 +32,8 @@ struct kverbs_listener;
 /**
  * enum kmsg_ctx - where a receive handler runs
  * @KMSG_CTX_SOFTIRQ: the domain CQ's softirq poll; must not sleep
- * @KMSG_CTX_POLL: a task busy-polling the CQ (kverbs_domain_poll()), with
- *	bottom halves disabled; must not sleep
+ * @KMSG_CTX_POLL: the CQ's softirq poller run by a task busy-polling in
+ *	kverbs_domain_poll(); must not sleep
  * @KMSG_CTX_PROCESS: the domain workqueue, after a deferral; may sleep
  */
 enum kmsg_ctx {
@@ -56,8 +56,9 @@ struct kmsg_rx;
 
 /**
  * struct kverbs_domain_ops - callbacks of a domain
- * @connected: an endpoint became usable.  Context: process (rdma_cm
- *	handler); may sleep, must not destroy the endpoint or the domain.
+ * @connected: an endpoint became usable: sends work from here on, on the
+ *	accepting side too.  Context: process (rdma_cm handler); may sleep,
+ *	must not destroy the endpoint or the domain.
  * @disconnected: an endpoint is gone: peer disconnect, error, device
  *	removal (@err -ENODEV) or local close (@err 0).  The last callback
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint
@@ -125,7 +126,7 @@ u32 kverbs_ep_max_send(const struct kverbs_ep *ep);
 void kverbs_ep_set_priv(struct kverbs_ep *ep, void *priv);
 void *kverbs_ep_priv(const struct kverbs_ep *ep);
 
-int kverbs_domain_poll(struct kverbs_domain *dom, int budget);
+int kverbs_domain_poll(struct kverbs_domain *dom);
 
 /* Registered regions and one-sided operations (kverbs/region.c, rdma.c) */
 struct kverbs_region;

@@ -510,7 +510,7 @@ out_free:
 static int kping_poll_thread(void *arg)
 {
 	while (!kthread_should_stop()) {
-		if (kverbs_domain_poll(kping_dom, 16) < 0)
+		if (kverbs_domain_poll(kping_dom) < 0)
 			schedule_timeout_interruptible(HZ / 100);
 		cond_resched();
 	}

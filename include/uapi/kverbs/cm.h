@@ -17,11 +17,11 @@
 #include <linux/types.h>
 
 #define KVERBS_CM_MAGIC		0x4b56524dU	/* "KVRM" */
-#define KVERBS_CM_VERSION	2
+#define KVERBS_CM_VERSION	3	/* 3: depth at least 4 */
 #define KVERBS_CM_PRIV_MAX	56
 
 /* Bounds a peer's announced parameters must fall in. */
-#define KVERBS_CM_MIN_DEPTH	2
+#define KVERBS_CM_MIN_DEPTH	4
 #define KVERBS_CM_MAX_DEPTH	4096
 #define KVERBS_CM_MIN_MSG	64
 #define KVERBS_CM_MAX_MSG	(1U << 20)

@@ -1,0 +1,512 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvtest: integration scenarios for the kverbs regression tests.  Built
+ * only with KVERBS_KUNIT=m, never shipped; uses only include/kverbs/.
+ *
+ *   insmod kvtest.ko [addr=A] [greet=1] [keep=1] [depth=D]     # server
+ *   insmod kvtest.ko server=A scenario=S node_id=N [...]      # client
+ *
+ * The server echoes every message.  With @addr it listens on that address
+ * only (an address-bound listener), otherwise on the wildcard.  @greet:
+ * its ->connected sends a greeting at once (a passive endpoint must be
+ * able to send from ->connected).  @keep: its handler runs in process
+ * context, keeps the message, hands it to a work item that releases it,
+ * and sleeps before returning, so the release races the return.  A HELLO
+ * message is answered with the address and rkey of a registered region.
+ *
+ * Client scenarios (insmod fails with the first error):
+ *   echo       @count round trips, payload checked;
+ *   reconnect  @count connect/echo/close cycles; errors are counted, not
+ *              fatal (the server's device may be going away);
+ *   sqfull     at @depth, @depth unsignaled RDMA writes and @depth sends
+ *              posted without waiting, then close;
+ *   greet      the first message must be the server's greeting.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/workqueue.h>
+
+#include <kverbs/kmsg.h>
+#include <kverbs/kverbs.h>
+
+static char *server;
+module_param(server, charp, 0444);
+MODULE_PARM_DESC(server, "peer address; empty: be the server");
+static char *addr;
+module_param(addr, charp, 0444);
+MODULE_PARM_DESC(addr, "server: listen on this address only");
+static ushort port = 18517;
+module_param(port, ushort, 0444);
+MODULE_PARM_DESC(port, "rdma_cm port");
+static uint node_id = 1;
+module_param(node_id, uint, 0444);
+MODULE_PARM_DESC(node_id, "this node's id, non-zero");
+static ushort depth = 16;
+module_param(depth, ushort, 0444);
+MODULE_PARM_DESC(depth, "receive depth");
+static char *scenario = "echo";
+module_param(scenario, charp, 0444);
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull or greet");
+static uint count = 100;
+module_param(count, uint, 0444);
+MODULE_PARM_DESC(count, "client: round trips or cycles");
+static bool greet;
+module_param(greet, bool, 0444);
+MODULE_PARM_DESC(greet, "server: send a greeting from ->connected");
+static bool keep;
+module_param(keep, bool, 0444);
+MODULE_PARM_DESC(keep, "server: keep each message, release it from a work item");
+
+#define KVTEST_PAGES	16	/* 64 KiB writes stay in the send queue until acked */
+#define KVTEST_MAGIC	0x6b767473U
+
+enum kvtest_type { KVTEST_DATA = 1, KVTEST_GREETING, KVTEST_HELLO,
+		   KVTEST_INFO };
+
+struct kvtest_msg {
+	u32 magic;
+	u32 type;
+	u32 seq;
+	u32 rkey;
+	u64 raddr;
+	u64 len;
+};
+
+static struct kverbs_domain *kvtest_dom;
+static struct kverbs_listener *kvtest_listener;
+static struct workqueue_struct *kvtest_wq;	/* releases of kept messages */
+
+static int kvtest_send(struct kverbs_ep *ep, const struct kvtest_msg *m,
+		       unsigned int flags)
+{
+	struct kmsg_buf *b = kmsg_reserve(ep, sizeof(*m), flags);
+
+	if (IS_ERR(b))
+		return PTR_ERR(b);
+	memcpy(kmsg_buf_data(b), m, sizeof(*m));
+	return kmsg_send(b, sizeof(*m), 0, NULL);
+}
+
+/* ------------------------------------------------------------- server */
+
+struct kvtest_mem {
+	struct page *pages[KVTEST_PAGES];
+	struct kverbs_region *region;
+};
+
+static void kvtest_mem_free(struct kvtest_mem *mem)
+{
+	int i;
+
+	if (!mem)
+		return;
+	if (mem->region)
+		kverbs_region_unregister(mem->region);
+	for (i = 0; i < KVTEST_PAGES; i++)
+		if (mem->pages[i])
+			__free_page(mem->pages[i]);
+	kfree(mem);
+}
+
+static struct kvtest_mem *kvtest_mem_alloc(struct kverbs_ep *ep)
+{
+	struct kvtest_mem *mem = kzalloc(sizeof(*mem), GFP_KERNEL);
+	int i, err;
+
+	if (!mem)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < KVTEST_PAGES; i++) {
+		mem->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!mem->pages[i]) {
+			kvtest_mem_free(mem);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	mem->region = kverbs_region_register(ep, mem->pages, KVTEST_PAGES,
+					     KVERBS_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(mem->region)) {
+		err = PTR_ERR(mem->region);
+		mem->region = NULL;
+		kvtest_mem_free(mem);
+		return ERR_PTR(err);
+	}
+	return mem;
+}
+
+struct kvtest_release {
+	struct work_struct work;
+	struct kmsg_rx *rx;
+};
+
+static void kvtest_release_work(struct work_struct *work)
+{
+	struct kvtest_release *r = container_of(work, struct kvtest_release,
+						work);
+
+	kmsg_rx_release(r->rx);
+	kfree(r);
+}
+
+/* Keep @rx and let another task release it while this handler sleeps. */
+static void kvtest_keep_race(struct kmsg_rx *rx)
+{
+	struct kvtest_release *r = kmalloc(sizeof(*r), GFP_KERNEL);
+
+	if (!r || kmsg_rx_keep(rx)) {
+		kfree(r);
+		return;
+	}
+	r->rx = rx;
+	INIT_WORK(&r->work, kvtest_release_work);
+	queue_work(kvtest_wq, &r->work);
+	usleep_range(5000, 6000);
+}
+
+static enum kmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
+					    struct kmsg_rx *rx,
+					    enum kmsg_ctx ctx)
+{
+	struct kvtest_mem *mem;
+	struct kvtest_msg m;
+
+	if (kmsg_rx_len(rx) != sizeof(m))
+		return KMSG_DONE;
+	memcpy(&m, kmsg_rx_data(rx), sizeof(m));
+	if (m.type == KVTEST_HELLO || keep) {
+		if (ctx != KMSG_CTX_PROCESS)
+			return KMSG_DEFER;
+	}
+	if (m.type == KVTEST_HELLO) {
+		mem = kverbs_ep_priv(ep);
+		if (!mem) {
+			mem = kvtest_mem_alloc(ep);
+			if (IS_ERR(mem)) {
+				pr_err("region: %ld\n", PTR_ERR(mem));
+				return KMSG_DONE;
+			}
+			kverbs_ep_set_priv(ep, mem);
+		}
+		m.type = KVTEST_INFO;
+		m.raddr = kverbs_region_addr(mem->region);
+		m.rkey = kverbs_region_rkey(mem->region);
+		m.len = kverbs_region_len(mem->region);
+	}
+	if (kvtest_send(ep, &m, ctx == KMSG_CTX_PROCESS ? 0 : KMSG_NOWAIT))
+		return ctx == KMSG_CTX_PROCESS ? KMSG_DONE : KMSG_DEFER;
+	if (keep)
+		kvtest_keep_race(rx);
+	return KMSG_DONE;
+}
+
+static void kvtest_server_connected(struct kverbs_ep *ep)
+{
+	struct kvtest_msg m = { .magic = KVTEST_MAGIC,
+				.type = KVTEST_GREETING };
+	int ret;
+
+	if (!greet)
+		return;
+	ret = kvtest_send(ep, &m, KMSG_NOWAIT);
+	if (ret)
+		pr_err("greeting to node %u: %d\n", kverbs_ep_peer_node(ep),
+		       ret);
+}
+
+static void kvtest_server_disconnected(struct kverbs_ep *ep, int err)
+{
+	kvtest_mem_free(kverbs_ep_priv(ep));
+	kverbs_ep_set_priv(ep, NULL);
+}
+
+static const struct kverbs_domain_ops kvtest_server_ops = {
+	.connected = kvtest_server_connected,
+	.recv = kvtest_server_recv,
+	.disconnected = kvtest_server_disconnected,
+};
+
+static int kvtest_parse(const char *s, struct sockaddr_storage *ss)
+{
+	return inet_pton_with_scope(&init_net, AF_UNSPEC, s, NULL, ss) ?
+	       -EINVAL : 0;
+}
+
+static int kvtest_server(void)
+{
+	struct kverbs_domain_attr attr = {
+		.ops = &kvtest_server_ops, .name = "kvtest-server",
+		.node_id = node_id, .depth = depth, .max_msg = 256,
+		.max_eps = 8, .rnr_retry = 0,
+	};
+	struct sockaddr_storage ss = {};
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+
+	if (addr && *addr) {
+		if (kvtest_parse(addr, &ss))
+			return -EINVAL;
+	} else {
+		sin->sin_family = AF_INET;
+	}
+	sin->sin_port = htons(port);	/* same offset for IPv6 */
+	kvtest_wq = alloc_workqueue("kvtest", 0, 0);
+	if (!kvtest_wq)
+		return -ENOMEM;
+	kvtest_dom = kverbs_domain_create(&attr);
+	if (IS_ERR(kvtest_dom)) {
+		destroy_workqueue(kvtest_wq);
+		return PTR_ERR(kvtest_dom);
+	}
+	kvtest_listener = kverbs_listen(kvtest_dom, (struct sockaddr *)&ss);
+	if (IS_ERR(kvtest_listener)) {
+		kverbs_domain_destroy(kvtest_dom);
+		destroy_workqueue(kvtest_wq);
+		return PTR_ERR(kvtest_listener);
+	}
+	pr_info("server listening on %pISpc\n", &ss);
+	return 0;
+}
+
+/* ------------------------------------------------------------- client */
+
+struct kvtest_client {
+	struct completion reply;
+	struct kvtest_msg msg;
+	u32 received;
+	bool down;		/* ->disconnected ran: no reply will come */
+};
+
+static enum kmsg_verdict kvtest_client_recv(struct kverbs_ep *ep,
+					    struct kmsg_rx *rx,
+					    enum kmsg_ctx ctx)
+{
+	/* Not the ep's priv: a message may arrive before connect returns. */
+	struct kvtest_client *c = kverbs_domain_priv(kvtest_dom);
+
+	if (!c || kmsg_rx_len(rx) != sizeof(c->msg))
+		return KMSG_DONE;
+	memcpy(&c->msg, kmsg_rx_data(rx), sizeof(c->msg));
+	c->received++;
+	complete(&c->reply);
+	return KMSG_DONE;
+}
+
+static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
+{
+	struct kvtest_client *c = kverbs_domain_priv(kvtest_dom);
+
+	if (!c)
+		return;
+	WRITE_ONCE(c->down, true);
+	complete(&c->reply);
+}
+
+static const struct kverbs_domain_ops kvtest_client_ops = {
+	.recv = kvtest_client_recv,
+	.disconnected = kvtest_client_disconnected,
+};
+
+static int kvtest_wait(struct kvtest_client *c, u32 type, u32 seq)
+{
+	if (!wait_for_completion_timeout(&c->reply, 10 * HZ))
+		return -ETIMEDOUT;
+	if (READ_ONCE(c->down))
+		return -ECONNRESET;
+	if (c->msg.magic != KVTEST_MAGIC || c->msg.type != type ||
+	    c->msg.seq != seq) {
+		pr_err("unexpected reply: type %u seq %u (want %u/%u)\n",
+		       c->msg.type, c->msg.seq, type, seq);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static int kvtest_ask(struct kverbs_ep *ep, struct kvtest_client *c, u32 type,
+		      u32 want, u32 seq)
+{
+	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = type,
+				.seq = seq };
+	int ret;
+
+	reinit_completion(&c->reply);
+	ret = kvtest_send(ep, &m, 0);
+	return ret ?: kvtest_wait(c, want, seq);
+}
+
+static struct kverbs_ep *kvtest_connect(struct kvtest_client *c,
+					struct sockaddr_storage *dst)
+{
+	struct kverbs_ep *ep;
+
+	init_completion(&c->reply);
+	c->received = 0;
+	c->down = false;
+	return kverbs_ep_connect(kvtest_dom, (struct sockaddr *)dst, 10000);
+}
+
+static int kvtest_echo(struct kverbs_ep *ep, struct kvtest_client *c, u32 n)
+{
+	u32 i;
+	int ret;
+
+	for (i = 0; i < n; i++) {
+		ret = kvtest_ask(ep, c, KVTEST_DATA, KVTEST_DATA, i);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * @depth unsignaled 64 KiB writes and @depth sends, nothing waited for: a
+ * write stays in the send queue until the peer acknowledged all of it, so
+ * they are all outstanding at once.
+ */
+static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	struct page *pages[KVTEST_PAGES] = {};
+	struct kverbs_region *local;
+	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
+	u32 len = KVTEST_PAGES * PAGE_SIZE;
+	int i, ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	if (c->msg.len < len)
+		return -EPROTO;
+	for (i = 0; i < KVTEST_PAGES; i++) {
+		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
+		if (!pages[i]) {
+			ret = -ENOMEM;
+			goto out_pages;
+		}
+	}
+	local = kverbs_region_register(ep, pages, KVTEST_PAGES, 0);
+	if (IS_ERR(local)) {
+		ret = PTR_ERR(local);
+		goto out_pages;
+	}
+	for (i = 0; i < depth; i++) {
+		ret = kverbs_rdma_write(ep, local, 0, c->msg.raddr,
+					c->msg.rkey, len, NULL, NULL,
+					KMSG_NOWAIT);
+		if (ret) {
+			pr_err("RDMA write %d of %u: %d\n", i + 1, depth, ret);
+			goto out;
+		}
+	}
+	for (i = 0; i < depth; i++) {
+		m.seq = i;
+		ret = kvtest_send(ep, &m, KMSG_NOWAIT);
+		if (ret) {
+			pr_err("send %d of %u after %u writes: %d\n", i + 1,
+			       depth, depth, ret);
+			goto out;
+		}
+	}
+	pr_info("%u RDMA writes and %u sends posted without waiting\n",
+		depth, depth);
+out:
+	kverbs_region_unregister(local);
+out_pages:
+	for (i = 0; i < KVTEST_PAGES; i++)
+		if (pages[i])
+			__free_page(pages[i]);
+	return ret;
+}
+
+static int kvtest_client(void)
+{
+	struct kverbs_domain_attr attr = {
+		.ops = &kvtest_client_ops, .name = "kvtest-client", .priv = &c,
+		.node_id = node_id, .depth = depth, .max_msg = 256,
+		.max_eps = 1, .rnr_retry = 0,
+	};
+	static struct kvtest_client c;
+	struct sockaddr_storage dst;
+	struct kverbs_ep *ep;
+	u32 i, ok = 0, failed = 0;
+	int ret;
+
+	if (kvtest_parse(server, &dst))
+		return -EINVAL;
+	((struct sockaddr_in *)&dst)->sin_port = htons(port);
+	kvtest_dom = kverbs_domain_create(&attr);
+	if (IS_ERR(kvtest_dom))
+		return PTR_ERR(kvtest_dom);
+
+	if (!strcmp(scenario, "reconnect")) {
+		for (i = 0; i < count; i++) {
+			ep = kvtest_connect(&c, &dst);
+			if (IS_ERR(ep)) {
+				failed++;
+				continue;
+			}
+			if (kvtest_echo(ep, &c, 1))
+				failed++;
+			else
+				ok++;
+			kverbs_ep_close(ep);
+		}
+		pr_info("reconnect: %u cycles, %u ok, %u failed\n", count, ok,
+			failed);
+		ret = 0;
+		goto out;
+	}
+
+	ep = kvtest_connect(&c, &dst);
+	if (IS_ERR(ep)) {
+		ret = PTR_ERR(ep);
+		pr_err("connect: %d\n", ret);
+		goto out;
+	}
+	if (!strcmp(scenario, "echo")) {
+		ret = kvtest_echo(ep, &c, count);
+		if (!ret)
+			pr_info("echo: %u round trips ok\n", count);
+	} else if (!strcmp(scenario, "sqfull")) {
+		ret = kvtest_sqfull(ep, &c);
+	} else if (!strcmp(scenario, "greet")) {
+		ret = kvtest_wait(&c, KVTEST_GREETING, 0);
+		if (!ret && c.received != 1)
+			ret = -EBADMSG;
+		if (!ret)
+			pr_info("greeting from ->connected received first\n");
+	} else {
+		ret = -EINVAL;
+	}
+	if (ret)
+		pr_err("%s: %d\n", scenario, ret);
+	kverbs_ep_close(ep);
+out:
+	kverbs_domain_destroy(kvtest_dom);
+	return ret;
+}
+
+static int __init kvtest_init(void)
+{
+	if (!node_id)
+		return -EINVAL;
+	if (server && *server)
+		return kvtest_client();
+	return kvtest_server();
+}
+
+static void __exit kvtest_exit(void)
+{
+	if (server && *server)
+		return;
+	kverbs_listener_destroy(kvtest_listener);
+	kverbs_domain_destroy(kvtest_dom);
+	destroy_workqueue(kvtest_wq);	/* after the last kept message */
+}
+
+module_init(kvtest_init);
+module_exit(kvtest_exit);
+MODULE_DESCRIPTION("kverbs integration test scenarios");
+MODULE_LICENSE("GPL");
+MODULE_IMPORT_NS(KVERBS_NS);
