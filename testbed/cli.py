@@ -17,7 +17,7 @@ from .results import Results
 
 SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
-          "integration-6.12", "integration-debug", "cluster4",
+          "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
           "kmem-6.1", "kmem-6.12"]
 
 
@@ -63,13 +63,13 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"(?:integration|kmem)-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kmem|smp)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if "cluster4" in chosen:
         need.add("6.1")
     kern = {k.series: k for k in _kernels(sorted(need))}
-    needs_tools = [s for s in chosen if s.startswith(("integration",
+    needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
                                                       "cluster", "kmem"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
@@ -97,6 +97,9 @@ def cmd_test(args):
                              kern[s.split("-", 1)[1]], s)
         elif s == "cluster4":
             suites.run_suite(res, s, suites.suite_cluster4, kern["6.1"])
+        elif s.startswith("smp-"):
+            suites.run_suite(res, s, suites.suite_smp,
+                             kern[s.split("-", 1)[1]], s)
         elif s.startswith("kmem-"):
             from . import suite_kmem
             suites.run_suite(res, s, suite_kmem.suite_kmem,

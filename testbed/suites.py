@@ -462,6 +462,122 @@ def _device_removal(res, suite, n0, n1):
               r.out + _dmesg_has(n1, "x")[1][-800:])
 
 
+TEST_PORT = 18517
+
+
+def kvtest(node, server=None, **params):
+    """The insmod line for the kvtest scenario module (kunit/kvtest.c) on
+    `node`: the echo server, or a client of `server`."""
+    args = [f"port={TEST_PORT}", f"node_id={node.node_id}"]
+    if server is not None:
+        args.insert(0, f"server={server.ip}")
+    args += [f"{k}={v}" for k, v in params.items()]
+    return "insmod /kvlab/modules/kvtest.ko " + " ".join(args)
+
+
+def _kvtest_pair(res, suite, n0, n1, what, server_params, client_params,
+                 expect):
+    """Load a kvtest server on n0 with `server_params`, run one client
+    scenario on n1, unload both; the client must succeed and log
+    `expect`."""
+    mark0 = len(n0.run("dmesg", timeout=30).out.splitlines())
+    mark1 = len(n1.run("dmesg", timeout=30).out.splitlines())
+    r = n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0, **server_params),
+               timeout=120)
+    res.check(suite, f"{what}: kvtest server loads", r.rc == 0, r.out)
+    r = n1.run(f"{kvtest(n1, n0, **client_params)}; echo rc=$?; "
+               f"dmesg | tail -n +{mark1 + 1} | grep -E 'kvtest|kverbs'; "
+               "rmmod kvtest 2>/dev/null", timeout=600)
+    log0 = "\n".join(n0.run("dmesg", timeout=30).out.splitlines()[mark0:])
+    ok0 = re.search(r"kvtest: (greeting|region)|kverbs: .*(dropping|credits "
+                    r"beyond|failed)", log0) is not None
+    res.check(suite, what, "rc=0" in r.out and expect in r.out and not ok0,
+              f"client: {r.out}\nserver log:\n{log0[-1500:]}")
+    r = n0.run("rmmod kvtest", timeout=120)
+    res.check(suite, f"{what}: kvtest server unloads", r.rc == 0, r.out)
+
+
+def _regressions(res, suite, n0, n1):
+    """Scenarios for defects found by review (issue 8); each failed before
+    its fix, most of them only as a KASAN, lockdep or WARNING report on
+    the debug kernel's console."""
+    _kvtest_pair(res, suite, n0, n1, "passive side can send from "
+                 "->connected (greeting arrives first)", {"greet": 1},
+                 {"scenario": "greet"}, "greeting from ->connected")
+    # Depth 13: the old send queue of depth + 2 = 15 WRs is a power of two
+    # minus one, so rxe's rounding leaves no slack to hide an overflow.
+    _kvtest_pair(res, suite, n0, n1, "depth 13: 13 unsignaled RDMA writes "
+                 "and 13 sends posted without waiting, then teardown", {},
+                 {"scenario": "sqfull", "depth": 13},
+                 "13 RDMA writes and 13 sends posted")
+    _kvtest_pair(res, suite, n0, n1, "kept message released by a work item "
+                 "while its handler sleeps: 300 round trips, no double "
+                 "repost", {"keep": 1}, {"scenario": "echo", "count": 300},
+                 "echo: 300 round trips ok")
+    _listener_on_address(res, suite, n0, n1)
+    _unbind_vs_reconnect(res, suite, n0, n1)
+
+
+def _listener_on_address(res, suite, n0, n1):
+    """An address-bound listener gets DEVICE_REMOVAL from rdma_cm; it must
+    survive it (no use of the listener as an endpoint) and listen again
+    once the device is back."""
+    what = "address-bound listener"
+    r = n0.run(kvtest(n0, addr=n0.ip), timeout=120)
+    res.check(suite, f"{what}: kvtest listens on {n0.ip}", r.rc == 0, r.out)
+    r = n1.run(kvtest(n1, n0, scenario="echo", count=10) +
+               " && rmmod kvtest", timeout=300)
+    res.check(suite, f"{what}: echo before device removal", r.rc == 0,
+              r.out)
+    r = n0.run("rdma link delete rxe0 && sleep 2 && rdma link add rxe0 "
+               "type rxe netdev eth0 && sleep 1", timeout=120)
+    res.check(suite, f"{what}: rdma link delete, then add", r.rc == 0,
+              r.out)
+    r = n1.run("for i in $(seq 20); do "
+               f"{kvtest(n1, n0, scenario='echo', count=10)} && "
+               "rmmod kvtest && exit 0; sleep 1; done; exit 1", timeout=400)
+    ok, log0 = _dmesg_has(n0, r"listener .* (re-created|listening again)")
+    res.check(suite, f"{what}: listening again on the new device, echo "
+              "works", r.rc == 0 and ok, r.out + "\nserver log:\n" +
+              log0[-1500:])
+    r = n0.run("rmmod kvtest", timeout=120)
+    res.check(suite, f"{what}: server unloads", r.rc == 0, r.out)
+
+
+def _unbind_vs_reconnect(res, suite, n0, n1):
+    """A client reconnecting in a loop while the server's device is
+    deleted: no endpoint may bind to the dying CQ/PD.  The server's unbind
+    is slowed down (test-only parameter) to open the window wide."""
+    what = "unbind vs reconnect"
+    r = n0.run(kvtest(n0) + " && echo 1000 > "
+               "/sys/module/kverbs/parameters/test_unbind_delay_ms",
+               timeout=120)
+    res.check(suite, f"{what}: server loads, unbind delay set", r.rc == 0,
+              r.out)
+    n1.run(f"({kvtest(n1, n0, scenario='reconnect', count=150)}; "
+           "echo rc=$?) > /tmp/reconnect.out 2>&1 &", timeout=30)
+    r = n0.run("sleep 3; rdma link delete rxe0 && sleep 3 && rdma link add "
+               "rxe0 type rxe netdev eth0; echo 0 > "
+               "/sys/module/kverbs/parameters/test_unbind_delay_ms",
+               timeout=120)
+    res.check(suite, f"{what}: rdma link delete during reconnects, then add",
+              r.rc == 0, r.out)
+    r = n1.run("for i in $(seq 600); do grep -q rc= /tmp/reconnect.out && "
+               "break; sleep 0.5; done; cat /tmp/reconnect.out; "
+               "dmesg | grep 'kvtest: reconnect'; rmmod kvtest",
+               timeout=400)
+    m = re.search(r"reconnect: (\d+) cycles, (\d+) ok, (\d+) failed", r.out)
+    res.check(suite, f"{what}: the reconnect loop finishes, some cycles "
+              "failed and later ones succeed", "rc=0" in r.out and m and
+              int(m.group(2)) > 0 and int(m.group(3)) > 0, r.out)
+    r = n1.run(kvtest(n1, n0, scenario="echo", count=10) +
+               " && rmmod kvtest", timeout=300)
+    res.check(suite, f"{what}: echo works after the device is back",
+              r.rc == 0, r.out)
+    r = n0.run("rmmod kvtest", timeout=120)
+    res.check(suite, f"{what}: server unloads", r.rc == 0, r.out)
+
+
 def suite_cluster4(res, kernel):
     from .cluster import Cluster
     name = "cluster4"
@@ -495,6 +611,48 @@ def suite_cluster4(res, kernel):
         res.add(name, "cluster run", False, e)
 
 
+def suite_smp(res, kernel, name):
+    """Two-vCPU guests: selective polling and softirq completion handling
+    on different CPUs of one domain must never process its CQ at the same
+    time (completions would be handled out of order and the sequence check
+    would close the connection)."""
+    from .cluster import Cluster
+    workdir = _fresh_workdir(name)
+    try:
+        dkms.installed(kernel.abi)
+    except HarnessError:
+        dkms.add()
+        dkms.install(kernel.abi)
+    overlay, _ = guest_overlay(kernel, workdir)
+    try:
+        with Cluster(kernel, nodes=2, workdir=workdir, overlay=overlay,
+                     smp=2) as c:
+            n0, n1 = c.nodes
+            for n in (n0, n1):
+                r = n.run("insmod /kvlab/modules/kverbs.ko && nproc",
+                          timeout=60)
+                res.check(name, f"{n.name}: kverbs loads on 2 vCPUs",
+                          r.rc == 0 and r.out.strip().endswith("2"), r.out)
+            r = n0.run(kping(n0, mode="poll"), timeout=60)
+            res.check(name, "poll-mode server (a polling kthread)",
+                      r.rc == 0, r.out)
+            r = n1.run(kping(n1, n0, mode="poll", outstanding=32,
+                             count=20000, size=64) +
+                       "; echo rc=$?; dmesg | grep -E 'kping:|kverbs:' | "
+                       "tail -n 4", timeout=900)
+            ok, log0 = _dmesg_has(n0, r"dropping message|out of sequence")
+            res.check(name, "poll mode on both sides, 2 vCPUs, 32 "
+                      "outstanding: 20000 round trips in order",
+                      "rc=0" in r.out and "20000 round trips ok" in r.out
+                      and not ok, r.out + "\nserver log:\n" + log0[-1500:])
+            r = n0.run("cat /sys/kernel/debug/kverbs/kping-server.*/"
+                       "endpoints; rmmod kping && rmmod kverbs", timeout=120)
+            res.check(name, "server unloads", r.rc == 0, r.out)
+        res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
+
+
 class _KunitGuestKernel:
     """A KUnit kernel booted as a cluster guest: RDMA is built in."""
     builtin_modules = True
@@ -516,8 +674,8 @@ def suite_integration_debug(res):
     mods = kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
                         kunit=True)
     workdir = _fresh_workdir(name)
-    files = {f"/kvlab/modules/{n}": mods[n] for n in ("kverbs.ko",
-                                                     "kping.ko", "krdma.ko")}
+    files = {f"/kvlab/modules/{n}": mods[n]
+             for n in ("kverbs.ko", "kping.ko", "krdma.ko", "kvtest.ko")}
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     try:
         with Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
@@ -534,6 +692,7 @@ def suite_integration_debug(res):
                       r.rc == 0, r.out)
             _messaging(res, name, n0, n1, tracing=False, kvping=False)
             _device_removal(res, name, n0, n1)
+            _regressions(res, name, n0, n1)
             for n in (n0, n1):
                 r = n.run("rmmod kping; rmmod kverbs && "
                           "echo scan > /sys/kernel/debug/kmemleak && "
