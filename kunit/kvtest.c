@@ -339,8 +339,6 @@ static int kvtest_ask(struct kverbs_ep *ep, struct kvtest_client *c, u32 type,
 static struct kverbs_ep *kvtest_connect(struct kvtest_client *c,
 					struct sockaddr_storage *dst)
 {
-	struct kverbs_ep *ep;
-
 	init_completion(&c->reply);
 	c->received = 0;
 	c->down = false;
@@ -421,12 +419,12 @@ out_pages:
 
 static int kvtest_client(void)
 {
+	static struct kvtest_client c;
 	struct kverbs_domain_attr attr = {
 		.ops = &kvtest_client_ops, .name = "kvtest-client", .priv = &c,
 		.node_id = node_id, .depth = depth, .max_msg = 256,
 		.max_eps = 1, .rnr_retry = 0,
 	};
-	static struct kvtest_client c;
 	struct sockaddr_storage dst;
 	struct kverbs_ep *ep;
 	u32 i, ok = 0, failed = 0;
