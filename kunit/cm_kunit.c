@@ -36,7 +36,8 @@ static void kverbs_cm_padding_accepted(struct kunit *test)
 	u8 buf[KVERBS_CM_PRIV_MAX] = {};
 	struct kverbs_cm_out o = {};
 
-	kverbs_cm_priv_fill((struct kverbs_cm_priv *)buf, 1, 2, 64);
+	kverbs_cm_priv_fill((struct kverbs_cm_priv *)buf, 1, KVERBS_CM_MIN_DEPTH,
+			    KVERBS_CM_MIN_MSG);
 	KUNIT_EXPECT_EQ(test, parse(buf, sizeof(buf), &o), KVERBS_CM_OK);
 	KUNIT_EXPECT_EQ(test, o.node, 1U);
 }

@@ -123,6 +123,9 @@ static void kmsg_sim_deliver(struct kmsg_sim *s, int to, u16 grant)
 	}
 	p->posted--;
 	p->backlog++;
+	/* kmsg_recv_done() flushes when a message returned credits. */
+	if (grant)
+		kmsg_sim_flush(s, to);
 }
 
 static bool kmsg_sim_send(struct kmsg_sim *s, int i)

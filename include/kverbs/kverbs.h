@@ -57,8 +57,10 @@ struct kmsg_rx;
 /**
  * struct kverbs_domain_ops - callbacks of a domain
  * @connected: an endpoint became usable: sends work from here on, on the
- *	accepting side too.  Context: process (rdma_cm handler); may sleep,
- *	must not destroy the endpoint or the domain.
+ *	accepting side too; no @recv for it runs before this returns.
+ *	Context: process (rdma_cm handler; for an accepted endpoint under the
+ *	listener's handler lock); may sleep, must not destroy the endpoint,
+ *	a listener or the domain.
  * @disconnected: an endpoint is gone: peer disconnect, error, device
  *	removal (@err -ENODEV) or local close (@err 0).  The last callback
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint

@@ -34,7 +34,7 @@ TEST(Priv, WireLayoutIsBigEndian)
 {
     const auto b = kvwire::encode(kvwire::make_priv(0x01020304, 0x0506, 0x0708090a));
     const std::vector<std::uint8_t> want{0x4b, 0x56, 0x52, 0x4d,  // "KVRM"
-                                         0x00, 0x02, 0x00, 0x00,  // version 2, flags
+                                         0x00, 0x03, 0x00, 0x00,  // version 3, flags
                                          0x01, 0x02, 0x03, 0x04,  // node_id
                                          0x05, 0x06, 0x00, 0x00,  // depth, reserved
                                          0x07, 0x08, 0x09, 0x0a}; // max_msg
