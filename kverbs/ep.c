@@ -63,6 +63,7 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	kref_init(&ep->ref);
 	spin_lock_init(&ep->lock);
 	init_completion(&ep->done_connecting);
+	init_completion(&ep->cm_settled);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
 	kmsg_ep_init(ep);
 	ep->state = KVERBS_EP_CONNECTING;
@@ -268,6 +269,8 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 
 	kverbs_conn_param(ep, &priv, &param);
 	ret = rdma_accept(id, &param);
+	if (!ret)
+		set_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags);
 	if (ret) {
 		pr_warn_ratelimited("%s: accept of node %u from %pISpc failed: %d\n",
 				    ep->dom->name, ep->peer_node, &ep->peer_addr,
@@ -346,6 +349,10 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct kverbs_ep *ep = id->context;
 	int ret;
 
+	/* Any event after our REP ends the handshake (see teardown). */
+	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+		complete_all(&ep->cm_settled);
+
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rdma_resolve_route(id, KVERBS_CM_TIMEOUT_MS);
@@ -404,7 +411,18 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	qp = ep->qp;
 	mutex_unlock(&dom->lock);
 
-	if (ep->cm_id && was == KVERBS_EP_CONNECTED)
+	/*
+	 * An accepted id is in REP_SENT until the peer's RTU arrives; a
+	 * disconnect cannot send a DREQ from there, and destroying the id
+	 * then sends a REJ that an established peer ignores: the peer would
+	 * never learn that we closed.  So wait, bounded, for the handshake
+	 * to end first.
+	 */
+	if (test_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags))
+		wait_for_completion_timeout(&ep->cm_settled,
+					    msecs_to_jiffies(KVERBS_CM_TIMEOUT_MS));
+	if (ep->cm_id && (was == KVERBS_EP_CONNECTED ||
+			  test_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags)))
 		rdma_disconnect(ep->cm_id);
 	if (qp)
 		ib_drain_qp(qp);

@@ -170,6 +170,7 @@ enum {
 	KVERBS_EP_F_TORN,	/* teardown started; it runs once */
 	KVERBS_EP_F_ACCEPTED,	/* passive side: the domain owns the ep */
 	KVERBS_EP_F_NOTIFIED,	/* ops->connected was called */
+	KVERBS_EP_F_ACCEPT_SENT,	/* passive: rdma_accept() sent the REP */
 };
 
 /*
@@ -195,6 +196,7 @@ struct kverbs_ep {
 	enum kverbs_ep_state state;
 	int error;
 	struct completion done_connecting;
+	struct completion cm_settled;	/* passive: RTU or a CM failure seen */
 	struct list_head dom_node;
 	struct work_struct teardown_work;
 
