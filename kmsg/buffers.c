@@ -3,7 +3,7 @@
  * kmsg buffers of an endpoint: allocation, DMA mapping, the initial
  * receive ring, reclaim at teardown and freeing.
  *
- * Sizing: the endpoint's kverbs_ep_budget(): depth receive buffers, depth +
+ * Sizing: the domain's kverbs_ep_budget(): depth receive buffers, depth +
  * 1 send buffers (the extra one carries credit-only messages, so returning
  * credits never waits for a data buffer), each sizeof(struct kmsg_hdr) +
  * max_msg bytes, and depth slots for RDMA operations and registrations.
@@ -75,10 +75,10 @@ int kmsg_ep_setup(struct kverbs_ep *ep)
 	u16 interval;
 	int i;
 
-	/* The sizes are the endpoint's queue budget, nothing else. */
-	m->nrx = ep->budget.nrx;
-	m->ntx = ep->budget.ntx;
-	m->nops = ep->budget.nops;
+	/* The sizes are the domain's queue budget, nothing else. */
+	m->nrx = dom->budget.nrx;
+	m->ntx = dom->budget.ntx;
+	m->nops = dom->budget.nops;
 	m->buf_size = sizeof(struct kmsg_hdr) + dom->max_msg;
 	m->max_kept = kmsg_max_kept(dom->depth);
 	interval = dom->signal_interval ?: max(1, dom->depth / 4);

@@ -191,7 +191,7 @@ struct kmsg_stats {
 /*
  * Message state of one endpoint.
  *
- * Sizing: @ntx, @nops and @nrx come from the endpoint's kverbs_ep_budget(),
+ * Sizing: @ntx, @nops and @nrx come from the domain's kverbs_ep_budget(),
  * whose send queue holds @ntx + @nops WRs plus the drain WR; every posted
  * WR owns a buffer or an operation slot until reclaimed, so the send
  * queue cannot overflow.

@@ -44,7 +44,6 @@ void kverbs_domain_put(struct kverbs_domain *dom)
  */
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr)
 {
-	struct kverbs_ep_budget b;
 	struct kverbs_domain *dom;
 
 	might_sleep();
@@ -75,8 +74,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->max_msg = attr->max_msg;
 	dom->rnr_retry = attr->rnr_retry;
 	dom->signal_interval = attr->signal_interval;
-	kverbs_ep_budget(attr->depth, &b);
-	dom->cq_size = attr->max_eps * b.cqes;
+	kverbs_ep_budget(attr->depth, &dom->budget);
+	dom->cq_size = attr->max_eps * dom->budget.cqes;
 	INIT_WORK(&dom->defer_work, kmsg_defer_work);
 	spin_lock_init(&dom->defer_lock);
 	INIT_LIST_HEAD(&dom->defer_list);
@@ -118,7 +117,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_domain_priv, KVERBS_NS);
  */
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 {
-	struct kverbs_ep_budget b;
+	const struct kverbs_ep_budget *b = &dom->budget;
 	struct kverbs_device *kdev;
 	unsigned int cq_size;
 	int ret;
@@ -137,12 +136,11 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 		return -ENODEV;
 
 	/* The device's limits clamp the CQ, and refuse a depth too deep. */
-	kverbs_ep_budget(dom->depth, &b);
-	if (b.send_wr > ibdev->attrs.max_qp_wr ||
-	    b.recv_wr > ibdev->attrs.max_qp_wr ||
-	    b.cqes > ibdev->attrs.max_cqe) {
+	if (b->send_wr > ibdev->attrs.max_qp_wr ||
+	    b->recv_wr > ibdev->attrs.max_qp_wr ||
+	    b->cqes > ibdev->attrs.max_cqe) {
 		pr_warn("domain %s: depth %u needs %u/%u WRs and %u CQEs, %s allows %d WRs and %d CQEs\n",
-			dom->name, dom->depth, b.send_wr, b.recv_wr, b.cqes,
+			dom->name, dom->depth, b->send_wr, b->recv_wr, b->cqes,
 			dev_name(&ibdev->dev), ibdev->attrs.max_qp_wr,
 			ibdev->attrs.max_cqe);
 		ret = -EINVAL;

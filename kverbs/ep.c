@@ -68,7 +68,6 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	kmsg_ep_init(ep);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
-	kverbs_ep_budget(dom->depth, &ep->budget);
 
 	mutex_lock(&dom->lock);
 	if (dom->dying) {
@@ -118,7 +117,7 @@ static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 	}
 	kmsg_ep_unmap(ep);
 	if (ep->cq_reserved) {
-		dom->cq_used -= ep->budget.cqes;
+		dom->cq_used -= dom->budget.cqes;
 		ep->cq_reserved = false;
 	}
 }
@@ -150,7 +149,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_qp_init_attr init = {};
-	struct kverbs_ep_budget *b = &ep->budget;
+	const struct kverbs_ep_budget *b = &dom->budget;
 	int ret;
 
 	mutex_lock(&dom->lock);
@@ -269,8 +268,6 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 
 	kverbs_conn_param(ep, &priv, &param);
 	ret = rdma_accept(id, &param);
-	if (!ret)
-		set_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags);
 	if (ret) {
 		pr_warn_ratelimited("%s: accept of node %u from %pISpc failed: %d\n",
 				    ep->dom->name, ep->peer_node, &ep->peer_addr,
@@ -278,6 +275,7 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 		kverbs_ep_schedule_teardown(ep, ret);
 		return;
 	}
+	set_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags);
 	if (!rdma_protocol_iwarp(id->device, id->port_num))
 		kverbs_ep_connected(ep);
 }

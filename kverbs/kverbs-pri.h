@@ -65,12 +65,41 @@ int kverbs_device_init(void);
 void kverbs_device_exit(void);
 
 /*
+ * Queue budget of one endpoint of a domain of depth D; computed only by
+ * kverbs_ep_budget(), once per domain (kverbs_domain.budget).
+ *
+ * Send queue, every WR that can be outstanding at once:
+ *   1. D data buffers (kmsg), each posted at most once until reclaimed;
+ *   2. 1 credit-message buffer (kmsg);
+ *   3. D operation slots: RDMA read/write/atomics, REG_MR, LOCAL_INV;
+ *   4. 1 drain WR (ib_drain_qp).
+ * Receive queue:
+ *   5. D receive buffers;
+ *   6. 1 drain WR.
+ * Completion queue: every WR of 1-6 may complete, unsignaled ones too
+ * when they are flushed, so one CQE per WR of both queues.
+ *
+ * Nothing is posted without holding a buffer or slot of 1-3 or 5, so
+ * neither queue can overflow and the drain WRs always fit.
+ */
+struct kverbs_ep_budget {
+	u32 send_wr;
+	u32 recv_wr;
+	u32 cqes;
+	u16 ntx;	/* 1 + 2 */
+	u16 nops;	/* 3 */
+	u16 nrx;	/* 5 */
+};
+
+void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
+
+/*
  * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used,
  * @unbinding), @eps and @listeners, and @dying.  Callbacks of @ops run
  * without it.  @unbind_lock serialises kverbs_domain_unbind() calls; it
  * is taken before @lock and never by the domain's work items.
  *
- * CQ sizing: each endpoint needs the cqes of its kverbs_ep_budget(); the
+ * CQ sizing: each endpoint needs the cqes of @budget; the
  * CQ holds max_eps of those (fewer if the device's max_cqe says so) and an
  * endpoint beyond them is refused with -ENOSPC instead of risking a CQ
  * overrun.
@@ -92,6 +121,7 @@ struct kverbs_domain {
 	struct kverbs_device *kdev;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
+	struct kverbs_ep_budget budget;	/* of each endpoint, from @depth */
 	unsigned int cq_size;		/* asked for: max_eps budgets */
 	unsigned int cq_bound;		/* the bound CQ's, within max_cqe */
 	unsigned int cq_used;
@@ -122,35 +152,6 @@ struct kverbs_domain {
 	atomic64_t closed_sent;
 	atomic64_t closed_reclaimed;
 };
-
-/*
- * Queue budget of one endpoint of a domain of depth D; computed only by
- * kverbs_ep_budget(), which every user of these sizes calls.
- *
- * Send queue, every WR that can be outstanding at once:
- *   1. D data buffers (kmsg), each posted at most once until reclaimed;
- *   2. 1 credit-message buffer (kmsg);
- *   3. D operation slots: RDMA read/write/atomics, REG_MR, LOCAL_INV;
- *   4. 1 drain WR (ib_drain_qp).
- * Receive queue:
- *   5. D receive buffers;
- *   6. 1 drain WR.
- * Completion queue: every WR of 1-6 may complete, unsignaled ones too
- * when they are flushed, so one CQE per WR of both queues.
- *
- * Nothing is posted without holding a buffer or slot of 1-3 or 5, so
- * neither queue can overflow and the drain WRs always fit.
- */
-struct kverbs_ep_budget {
-	u32 send_wr;
-	u32 recv_wr;
-	u32 cqes;
-	u16 ntx;	/* 1 + 2 */
-	u16 nops;	/* 3 */
-	u16 nrx;	/* 5 */
-};
-
-void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
 
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev);
 void kverbs_domain_get(struct kverbs_domain *dom);
@@ -200,7 +201,6 @@ struct kverbs_ep {
 	struct list_head dom_node;
 	struct work_struct teardown_work;
 
-	struct kverbs_ep_budget budget;
 	struct kmsg_ep msg;
 	bool cq_reserved;
 
