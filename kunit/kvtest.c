@@ -31,7 +31,7 @@
 #include <linux/slab.h>
 #include <linux/workqueue.h>
 
-#include <kverbs/kmsg.h>
+#include <kverbs/kvmsg.h>
 #include <kverbs/kverbs.h>
 
 static char *server;
@@ -84,12 +84,12 @@ static struct workqueue_struct *kvtest_wq;	/* releases of kept messages */
 static int kvtest_send(struct kverbs_ep *ep, const struct kvtest_msg *m,
 		       unsigned int flags)
 {
-	struct kmsg_buf *b = kmsg_reserve(ep, sizeof(*m), flags);
+	struct kvmsg_buf *b = kvmsg_reserve(ep, sizeof(*m), flags);
 
 	if (IS_ERR(b))
 		return PTR_ERR(b);
-	memcpy(kmsg_buf_data(b), m, sizeof(*m));
-	return kmsg_send(b, sizeof(*m), 0, NULL);
+	memcpy(kvmsg_buf_data(b), m, sizeof(*m));
+	return kvmsg_send(b, sizeof(*m), 0, NULL);
 }
 
 /* ------------------------------------------------------------- server */
@@ -140,7 +140,7 @@ static struct kvtest_mem *kvtest_mem_alloc(struct kverbs_ep *ep)
 
 struct kvtest_release {
 	struct work_struct work;
-	struct kmsg_rx *rx;
+	struct kvmsg_rx *rx;
 };
 
 static void kvtest_release_work(struct work_struct *work)
@@ -148,16 +148,16 @@ static void kvtest_release_work(struct work_struct *work)
 	struct kvtest_release *r = container_of(work, struct kvtest_release,
 						work);
 
-	kmsg_rx_release(r->rx);
+	kvmsg_rx_release(r->rx);
 	kfree(r);
 }
 
 /* Keep @rx and let another task release it while this handler sleeps. */
-static void kvtest_keep_race(struct kmsg_rx *rx)
+static void kvtest_keep_race(struct kvmsg_rx *rx)
 {
 	struct kvtest_release *r = kmalloc(sizeof(*r), GFP_KERNEL);
 
-	if (!r || kmsg_rx_keep(rx)) {
+	if (!r || kvmsg_rx_keep(rx)) {
 		kfree(r);
 		return;
 	}
@@ -167,19 +167,19 @@ static void kvtest_keep_race(struct kmsg_rx *rx)
 	usleep_range(5000, 6000);
 }
 
-static enum kmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
-					    struct kmsg_rx *rx,
-					    enum kmsg_ctx ctx)
+static enum kvmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
+					    struct kvmsg_rx *rx,
+					    enum kvmsg_ctx ctx)
 {
 	struct kvtest_mem *mem;
 	struct kvtest_msg m;
 
-	if (kmsg_rx_len(rx) != sizeof(m))
-		return KMSG_DONE;
-	memcpy(&m, kmsg_rx_data(rx), sizeof(m));
+	if (kvmsg_rx_len(rx) != sizeof(m))
+		return KVMSG_DONE;
+	memcpy(&m, kvmsg_rx_data(rx), sizeof(m));
 	if (m.type == KVTEST_HELLO || keep) {
-		if (ctx != KMSG_CTX_PROCESS)
-			return KMSG_DEFER;
+		if (ctx != KVMSG_CTX_PROCESS)
+			return KVMSG_DEFER;
 	}
 	if (m.type == KVTEST_HELLO) {
 		mem = kverbs_ep_priv(ep);
@@ -187,7 +187,7 @@ static enum kmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
 			mem = kvtest_mem_alloc(ep);
 			if (IS_ERR(mem)) {
 				pr_err("region: %ld\n", PTR_ERR(mem));
-				return KMSG_DONE;
+				return KVMSG_DONE;
 			}
 			kverbs_ep_set_priv(ep, mem);
 		}
@@ -196,11 +196,11 @@ static enum kmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
 		m.rkey = kverbs_region_rkey(mem->region);
 		m.len = kverbs_region_len(mem->region);
 	}
-	if (kvtest_send(ep, &m, ctx == KMSG_CTX_PROCESS ? 0 : KMSG_NOWAIT))
-		return ctx == KMSG_CTX_PROCESS ? KMSG_DONE : KMSG_DEFER;
+	if (kvtest_send(ep, &m, ctx == KVMSG_CTX_PROCESS ? 0 : KVMSG_NOWAIT))
+		return ctx == KVMSG_CTX_PROCESS ? KVMSG_DONE : KVMSG_DEFER;
 	if (keep)
 		kvtest_keep_race(rx);
-	return KMSG_DONE;
+	return KVMSG_DONE;
 }
 
 static void kvtest_server_connected(struct kverbs_ep *ep)
@@ -211,7 +211,7 @@ static void kvtest_server_connected(struct kverbs_ep *ep)
 
 	if (!greet)
 		return;
-	ret = kvtest_send(ep, &m, KMSG_NOWAIT);
+	ret = kvtest_send(ep, &m, KVMSG_NOWAIT);
 	if (ret)
 		pr_err("greeting to node %u: %d\n", kverbs_ep_peer_node(ep),
 		       ret);
@@ -279,19 +279,19 @@ struct kvtest_client {
 	bool down;		/* ->disconnected ran: no reply will come */
 };
 
-static enum kmsg_verdict kvtest_client_recv(struct kverbs_ep *ep,
-					    struct kmsg_rx *rx,
-					    enum kmsg_ctx ctx)
+static enum kvmsg_verdict kvtest_client_recv(struct kverbs_ep *ep,
+					    struct kvmsg_rx *rx,
+					    enum kvmsg_ctx ctx)
 {
 	/* Not the ep's priv: a message may arrive before connect returns. */
 	struct kvtest_client *c = kverbs_domain_priv(kvtest_dom);
 
-	if (!c || kmsg_rx_len(rx) != sizeof(c->msg))
-		return KMSG_DONE;
-	memcpy(&c->msg, kmsg_rx_data(rx), sizeof(c->msg));
+	if (!c || kvmsg_rx_len(rx) != sizeof(c->msg))
+		return KVMSG_DONE;
+	memcpy(&c->msg, kvmsg_rx_data(rx), sizeof(c->msg));
 	c->received++;
 	complete(&c->reply);
-	return KMSG_DONE;
+	return KVMSG_DONE;
 }
 
 static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
@@ -391,7 +391,7 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 	for (i = 0; i < depth; i++) {
 		ret = kverbs_rdma_write(ep, local, 0, c->msg.raddr,
 					c->msg.rkey, len, NULL, NULL,
-					KMSG_NOWAIT);
+					KVMSG_NOWAIT);
 		if (ret) {
 			pr_err("RDMA write %d of %u: %d\n", i + 1, depth, ret);
 			goto out;
@@ -399,7 +399,7 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 	}
 	for (i = 0; i < depth; i++) {
 		m.seq = i;
-		ret = kvtest_send(ep, &m, KMSG_NOWAIT);
+		ret = kvtest_send(ep, &m, KVMSG_NOWAIT);
 		if (ret) {
 			pr_err("send %d of %u after %u writes: %d\n", i + 1,
 			       depth, depth, ret);

@@ -22,13 +22,13 @@ static const char * const kverbs_ep_state_names[] = {
 /* One line per endpoint; counters are read without the lock. */
 static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 {
-	struct kmsg_stats *st = &ep->msg.stats;
+	struct kvmsg_stats *st = &ep->msg.stats;
 	u32 avail, ungranted, inflight, kept;
 
 	spin_lock_bh(&ep->lock);
 	avail = ep->msg.credit.avail;
 	ungranted = ep->msg.credit.ungranted;
-	inflight = kmsg_sq_used(&ep->msg.sq);
+	inflight = kvmsg_sq_used(&ep->msg.sq);
 	kept = ep->msg.kept;
 	spin_unlock_bh(&ep->lock);
 
@@ -45,7 +45,7 @@ static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 		   atomic64_read(&st->deferrals), atomic64_read(&st->polled),
 		   kept, atomic64_read(&st->proto_errors),
 		   atomic64_read(&ep->stat_errors),
-		   atomic64_read(&st->dropped), kmsg_ep_mem(ep));
+		   atomic64_read(&st->dropped), kvmsg_ep_mem(ep));
 }
 
 static int kverbs_endpoints_show(struct seq_file *m, void *v)

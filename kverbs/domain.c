@@ -76,7 +76,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->signal_interval = attr->signal_interval;
 	kverbs_ep_budget(attr->depth, &dom->budget);
 	dom->cq_size = attr->max_eps * dom->budget.cqes;
-	INIT_WORK(&dom->defer_work, kmsg_defer_work);
+	INIT_WORK(&dom->defer_work, kvmsg_defer_work);
 	spin_lock_init(&dom->defer_lock);
 	INIT_LIST_HEAD(&dom->defer_list);
 	spin_lock_init(&dom->poll_lock);

@@ -40,7 +40,7 @@ static void kverbs_ep_release(struct kref *ref)
 	struct kverbs_ep *ep = container_of(ref, struct kverbs_ep, ref);
 
 	WARN_ON(ep->qp || ep->cm_id);
-	kmsg_ep_free(ep);
+	kvmsg_ep_free(ep);
 	kverbs_domain_put(ep->dom);
 	kfree(ep);
 }
@@ -65,7 +65,7 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	init_completion(&ep->done_connecting);
 	init_completion(&ep->cm_settled);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
-	kmsg_ep_init(ep);
+	kvmsg_ep_init(ep);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
 
@@ -115,7 +115,7 @@ static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 		rdma_destroy_qp(ep->cm_id);
 		ep->qp = NULL;
 	}
-	kmsg_ep_unmap(ep);
+	kvmsg_ep_unmap(ep);
 	if (ep->cq_reserved) {
 		dom->cq_used -= dom->budget.cqes;
 		ep->cq_reserved = false;
@@ -167,7 +167,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	dom->cq_used += b->cqes;
 	ep->cq_reserved = true;
 
-	ret = kmsg_ep_setup(ep);
+	ret = kvmsg_ep_setup(ep);
 	if (ret)
 		goto fail;
 
@@ -186,7 +186,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 		goto fail;
 	ep->qp = ep->cm_id->qp;
 
-	ret = kmsg_ep_post_ring(ep);
+	ret = kvmsg_ep_post_ring(ep);
 	if (ret)
 		goto fail;
 	mutex_unlock(&dom->lock);
@@ -225,7 +225,7 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 	spin_lock_bh(&ep->lock);
 	ok = ep->state == KVERBS_EP_CONNECTING;
 	if (ok) {
-		kmsg_ep_connected(ep);
+		kvmsg_ep_connected(ep);
 		ep->state = KVERBS_EP_CONNECTED;
 		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
 		/*
@@ -245,7 +245,7 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
 	/* Dispatch what waited; the work marks the backlog idle when empty. */
-	kmsg_schedule_defer(ep);
+	kvmsg_schedule_defer(ep);
 }
 
 /**
@@ -424,7 +424,7 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 		rdma_disconnect(ep->cm_id);
 	if (qp)
 		ib_drain_qp(qp);
-	kmsg_ep_stop(ep);
+	kvmsg_ep_stop(ep);
 
 	mutex_lock(&dom->lock);
 	kverbs_ep_release_qp(ep);
@@ -543,7 +543,7 @@ void kverbs_ep_close(struct kverbs_ep *ep)
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_close, KVERBS_NS);
 
 /**
- * kverbs_ep_max_send - largest payload kmsg_reserve() accepts
+ * kverbs_ep_max_send - largest payload kvmsg_reserve() accepts
  * @ep: endpoint
  *
  * Context: any.

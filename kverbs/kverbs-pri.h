@@ -19,7 +19,7 @@
 #include <kverbs/kverbs.h>
 #include <uapi/kverbs/cm.h>
 
-#include "../kmsg/kmsg-pri.h"
+#include "../kvmsg/kvmsg-pri.h"
 
 #undef pr_fmt
 #define pr_fmt(fmt) "kverbs: " fmt
@@ -69,8 +69,8 @@ void kverbs_device_exit(void);
  * kverbs_ep_budget(), once per domain (kverbs_domain.budget).
  *
  * Send queue, every WR that can be outstanding at once:
- *   1. D data buffers (kmsg), each posted at most once until reclaimed;
- *   2. 1 credit-message buffer (kmsg);
+ *   1. D data buffers (kvmsg), each posted at most once until reclaimed;
+ *   2. 1 credit-message buffer (kvmsg);
  *   3. D operation slots: RDMA read/write/atomics, REG_MR, LOCAL_INV;
  *   4. 1 drain WR (ib_drain_qp).
  * Receive queue:
@@ -109,7 +109,7 @@ void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
  * deferred handlers of one domain run one at a time.  @defer_lock (bh)
  * protects @defer_list.
  *
- * Polling (kmsg/poll.c): @poll_lock (bh) keeps @poll_cq, the CQ while
+ * Polling (kvmsg/poll.c): @poll_lock (bh) keeps @poll_cq, the CQ while
  * bound, from being freed while a task schedules its poller; @poll_owner
  * is the CPU (+1) of a task in kverbs_domain_poll().
  */
@@ -184,7 +184,7 @@ enum {
  * that none runs after the QP is gone.
  *
  * Locking: @lock (bh: taken in softirq, never in hard interrupt) protects @state and the
- * send side of @msg (see struct kmsg_ep); teardown moves @state to CLOSING
+ * send side of @msg (see struct kvmsg_ep); teardown moves @state to CLOSING
  * under it, so nothing is posted once draining starts.
  */
 struct kverbs_ep {
@@ -201,7 +201,7 @@ struct kverbs_ep {
 	struct list_head dom_node;
 	struct work_struct teardown_work;
 
-	struct kmsg_ep msg;
+	struct kvmsg_ep msg;
 	bool cq_reserved;
 
 	u32 peer_node;

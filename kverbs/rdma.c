@@ -4,7 +4,7 @@
  * fetch-and-add, between a local registered region and a peer's region.
  *
  * Each operation takes an operation slot of the endpoint's send queue and
- * goes through kmsg's single posting path, so it counts for selective
+ * goes through kvmsg's single posting path, so it counts for selective
  * signaling like any message: without a @done callback it is posted
  * unsignaled and reclaimed by a later completion.
  */
@@ -14,19 +14,19 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 			    kverbs_rdma_done_t done, void *ctx,
 			    unsigned int flags)
 {
-	struct kmsg_op *op;
+	struct kvmsg_op *op;
 	int ret;
 
-	op = kmsg_op_get(ep, flags);
+	op = kvmsg_op_get(ep, flags);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
 	op->done = done;
 	op->ctx = ctx;
 	spin_lock_bh(&ep->lock);
-	ret = kmsg_post_op_locked(ep, op, wr);
+	ret = kvmsg_post_op_locked(ep, op, wr);
 	spin_unlock_bh(&ep->lock);
 	if (ret)
-		kmsg_op_put(ep, op);
+		kvmsg_op_put(ep, op);
 	return ret;
 }
 
@@ -58,13 +58,13 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * @len: bytes, within @local
  * @done: called once when the read completed or failed; NULL for none
  * @ctx: passed to @done
- * @flags: KMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
  *
  * @done gets 0, -EREMOTEIO (the peer refused the access: bad rkey or
  * bounds, or an invalidated region; the connection then closes) or
  * -ECONNRESET (flushed at teardown).  Context of @done: softirq or poll.
  *
- * Context: process, may sleep; softirq with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KVMSG_NOWAIT.
  * Return: 0 when posted; -EINVAL, -EAGAIN, -EINTR, -ENOTCONN or the
  * endpoint's error, or a provider error.
  */
@@ -87,13 +87,13 @@ EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read, KVERBS_NS);
  * @len: bytes, within @local
  * @done: called once when the write completed or failed; NULL for none
  * @ctx: passed to @done
- * @flags: KMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
  *
  * A message sent after the write on the same endpoint arrives after the
  * written data is visible to the peer (RC ordering), which is how a peer
  * learns that the data is there.
  *
- * Context: process, may sleep; softirq with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KVMSG_NOWAIT.
  * Return: as kverbs_rdma_read().
  */
 int kverbs_rdma_write(struct kverbs_ep *ep, struct kverbs_region *local,
@@ -139,12 +139,12 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * @swap: value stored if it matched
  * @done: called once on completion; NULL for none
  * @ctx: passed to @done
- * @flags: KMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
  *
  * The previous value lands at @off in @local in the device's byte order
  * for atomics (host order on rxe).
  *
- * Context: process, may sleep; softirq with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KVMSG_NOWAIT.
  * Return: as kverbs_rdma_read(), or -EOPNOTSUPP if the device has no
  * atomics.
  */
@@ -168,9 +168,9 @@ EXPORT_SYMBOL_NS_GPL(kverbs_atomic_cmp_swap, KVERBS_NS);
  * @add: amount added
  * @done: called once on completion; NULL for none
  * @ctx: passed to @done
- * @flags: KMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
  *
- * Context: process, may sleep; softirq with KMSG_NOWAIT.
+ * Context: process, may sleep; softirq with KVMSG_NOWAIT.
  * Return: as kverbs_atomic_cmp_swap().
  */
 int kverbs_atomic_fetch_add(struct kverbs_ep *ep, struct kverbs_region *local,

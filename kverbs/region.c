@@ -45,20 +45,20 @@ static void kverbs_region_wr_done(void *ctx, int status)
 static int kverbs_region_post(struct kverbs_region *r, struct ib_send_wr *wr)
 {
 	struct kverbs_ep *ep = r->ep;
-	struct kmsg_op *op;
+	struct kvmsg_op *op;
 	int ret;
 
-	op = kmsg_op_get(ep, 0);
+	op = kvmsg_op_get(ep, 0);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
 	op->done = kverbs_region_wr_done;
 	op->ctx = r;
 	reinit_completion(&r->wr_done);
 	spin_lock_bh(&ep->lock);
-	ret = kmsg_post_op_locked(ep, op, wr);
+	ret = kvmsg_post_op_locked(ep, op, wr);
 	spin_unlock_bh(&ep->lock);
 	if (ret) {
-		kmsg_op_put(ep, op);
+		kvmsg_op_put(ep, op);
 		return ret;
 	}
 	/* Bounded: a completion or, once the endpoint fails, a flush. */

@@ -1,7 +1,7 @@
 """`./kvlab bench protect`: the time to change the protection of 1, 16, 32,
 256 and 1024 scattered pages, side by side in one guest run (two vCPUs):
 
-  kmem batch, through the ioctl and from a kernel caller (kvbench-protect);
+  kvmem batch, through the ioctl and from a kernel caller (kvbench-protect);
   one mprotect per page, mprotect per contiguous range, and userfaultfd
   write-protect per page (kvbench-protect-baseline).
 
@@ -75,7 +75,7 @@ def _svg(series, path):
 def main(args):
     from . import deps, kernels, suites
     from .cluster import Cluster
-    from .suite_kmem import overlay_for
+    from .suite_kvmem import overlay_for
     reps = 20 if args.quick else 200
     deps.ensure()
     k = kernels.resolve(args.kernel)
@@ -83,17 +83,17 @@ def main(args):
     workdir.mkdir(parents=True, exist_ok=True)
     with Phase("build"):
         overlay = overlay_for(k, workdir, (
-            "tools/kmem/kvbench-protect",
+            "tools/kvmem/kvbench-protect",
             "tools/bench/kvbench-protect-baseline"))
     with Phase("boot 2 guests"), Cluster(k, nodes=2, workdir=workdir,
                                          overlay=overlay, smp=2) as c:
         n = c.nodes[0]
-        n.run_checked("insmod /kvlab/modules/kverbs_kmem.ko", timeout=60)
+        n.run_checked("insmod /kvlab/modules/kvmem.ko", timeout=60)
         r = n.run(f"/kvlab/bin/kvbench-protect --reps {reps} --json "
-                  "/tmp/kmem.json && cat /tmp/kmem.json", timeout=1800)
+                  "/tmp/kvmem.json && cat /tmp/kvmem.json", timeout=1800)
         if r.rc:
             raise HarnessError("kvbench-protect failed", r.out[-2000:])
-        kmem_doc = json.loads(r.out[r.out.index("{\n"):])
+        kvmem_doc = json.loads(r.out[r.out.index("{\n"):])
         r = n.run(f"/kvlab/bin/kvbench-protect-baseline --reps {reps} "
                   "--json /tmp/base.json >/dev/null && cat /tmp/base.json",
                   timeout=1800)
@@ -101,9 +101,9 @@ def main(args):
             raise HarnessError("kvbench-protect-baseline failed",
                                r.out[-2000:])
         base_doc = json.loads(r.out[r.out.index("{"):])
-        n.run("rmmod kverbs_kmem", timeout=60)
+        n.run("rmmod kvmem", timeout=60)
 
-    s = _series(kmem_doc)
+    s = _series(kvmem_doc)
     s.update(_series(base_doc))
     rev = {f"{m}" + ("" if sel == "scattered" else f" ({sel})"): v
            for (m, sel, op), v in s.items() if op == "revoke"}
@@ -113,36 +113,36 @@ def main(args):
         return v[0] if v else None
 
     def speedup(base, n=32):
-        a, b = med(base, n), med("kmem_ioctl", n)
+        a, b = med(base, n), med("kvmem_ioctl", n)
         return round(a / b, 2) if a and b else None
 
     uffd = speedup("uffd_wp_per_page")
     data = {
         "kernel": k.abi, "reps": reps, "guest_vcpus": 2,
         "note": "TCG guest: compare ratios only.  revoke = remove write "
-                "access, grant = give it back.  kmem grants lazily; "
-                "kmem_refault is the write after a grant that mprotect does "
+                "access, grant = give it back.  kvmem grants lazily; "
+                "kvmem_refault is the write after a grant that mprotect does "
                 "not need.",
         "paper": PAPER,
         "speedup_at_32_pages": {
             "vs_mprotect_per_page": speedup("mprotect_per_page"),
             "vs_uffd_wp_per_page": uffd,
         },
-        "single_page_kmem_over_mprotect": (
-            round(med("kmem_ioctl", 1) / med("mprotect_per_page", 1), 3)
-            if med("kmem_ioctl", 1) and med("mprotect_per_page", 1)
+        "single_page_kvmem_over_mprotect": (
+            round(med("kvmem_ioctl", 1) / med("mprotect_per_page", 1), 3)
+            if med("kvmem_ioctl", 1) and med("mprotect_per_page", 1)
             else None),
         "speedup_by_pages": {str(n): {
             "vs_mprotect_per_page": speedup("mprotect_per_page", n),
             "vs_mprotect_per_range": speedup("mprotect_per_range", n),
             "vs_uffd_wp_per_page": speedup("uffd_wp_per_page", n),
             "kernel_caller_vs_mprotect_per_page": (
-                round(med("mprotect_per_page", n) / med("kmem_kernel", n), 2)
-                if med("mprotect_per_page", n) and med("kmem_kernel", n)
+                round(med("mprotect_per_page", n) / med("kvmem_kernel", n), 2)
+                if med("mprotect_per_page", n) and med("kvmem_kernel", n)
                 else None)} for n in SIZES},
         "goals": GOALS,
         "uffd_available": uffd is not None,
-        "series": kmem_doc["series"] + base_doc["series"],
+        "series": kvmem_doc["series"] + base_doc["series"],
     }
     out = build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)
@@ -151,7 +151,7 @@ def main(args):
 
     print(f"\nProtection change of N scattered pages, {k.abi} guest, 2 "
           f"vCPUs, {reps} reps, median us (TCG: ratios only)")
-    methods = ["kmem_ioctl", "kmem_kernel", "mprotect_per_page",
+    methods = ["kvmem_ioctl", "kvmem_kernel", "mprotect_per_page",
                "mprotect_per_range", "uffd_wp_per_page"]
     print(f"  {'method':22}{'op':8}" + "".join(f"{n:>10}" for n in SIZES))
     for m in methods:
@@ -160,11 +160,11 @@ def main(args):
             print(f"  {m:22}{op:8}" + "".join(
                 f"{v:10.1f}" if v is not None else f"{'-':>10}"
                 for v in vals))
-    vals = [med("kmem_refault", n, "write") for n in SIZES]
-    print(f"  {'kmem_refault':22}{'write':8}" + "".join(
+    vals = [med("kvmem_refault", n, "write") for n in SIZES]
+    print(f"  {'kvmem_refault':22}{'write':8}" + "".join(
         f"{v:10.1f}" if v is not None else f"{'-':>10}" for v in vals))
     sp = data["speedup_at_32_pages"]
-    one = data["single_page_kmem_over_mprotect"]
+    one = data["single_page_kvmem_over_mprotect"]
 
     def verdict(ok):
         return "met" if ok else "NOT met"
@@ -172,7 +172,7 @@ def main(args):
           f"page (goal >= 20: {verdict((sp['vs_mprotect_per_page'] or 0) >= 20)}), "
           f"{sp['vs_uffd_wp_per_page']}x vs uffd-wp per page (goal >= 2: "
           f"{verdict((sp['vs_uffd_wp_per_page'] or 0) >= 2)})")
-    print(f"  single page: kmem / mprotect = {one} (goal <= 0.5: "
+    print(f"  single page: kvmem / mprotect = {one} (goal <= 0.5: "
           f"{verdict(one is not None and one <= 0.5)})")
     print(f"\nwrote {out / 'protect.json'} and {out / 'protect.svg'}")
     return 0

@@ -18,7 +18,7 @@ from .results import Results
 SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
           "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
-          "kmem-6.1", "kmem-6.12"]
+          "kvmem-6.1", "kvmem-6.12"]
 
 
 def _kernels(series_list):
@@ -63,14 +63,14 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"(?:integration|kmem|smp)-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kvmem|smp)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if "cluster4" in chosen:
         need.add("6.1")
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
-                                                      "cluster", "kmem"))]
+                                                      "cluster", "kvmem"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
             suites.meson_build()
@@ -100,9 +100,9 @@ def cmd_test(args):
         elif s.startswith("smp-"):
             suites.run_suite(res, s, suites.suite_smp,
                              kern[s.split("-", 1)[1]], s)
-        elif s.startswith("kmem-"):
-            from . import suite_kmem
-            suites.run_suite(res, s, suite_kmem.suite_kmem,
+        elif s.startswith("kvmem-"):
+            from . import suite_kvmem
+            suites.run_suite(res, s, suite_kvmem.suite_kvmem,
                              kern[s.split("-", 1)[1]], s)
     print(res.summary().rsplit("\n", 1)[0])
     log(f"total {time.monotonic() - t0:.1f}s")

@@ -21,9 +21,9 @@ else:
 
 # What a module build needs; also what the DKMS source tree contains.
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
-                  "include", "kverbs", "kmsg", "kmem", "samples"]
-SHIPPED_MODULES = ["kverbs.ko", "kverbs_kmem.ko", "kping.ko", "krdma.ko"]
-KUNIT_MODULES = ["kverbs_kunit.ko", "kverbs_kmem_kunit.ko", "kvtest.ko"]
+                  "include", "kverbs", "kvmsg", "kvmem", "samples"]
+SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko"]
+KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kvtest.ko"]
 BENCH_MODULES = ["rawping.ko"]
 
 WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)

@@ -12,12 +12,12 @@ from pathlib import Path
 from .common import REPO, HarnessError, build_dir, cache_dir, log, run
 from . import dkms, kbuild
 
-KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
+KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kvmsg/*.[ch]", "kvmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
                        "compat/probes/*.c"]
 PORT = 18515
 # Modules the KUnit modules link against, loaded first, in this order.
-KUNIT_LIBS = ["kverbs.ko", "kverbs_kmem.ko"]
+KUNIT_LIBS = ["kverbs.ko", "kvmem.ko"]
 
 
 # ---------------------------------------------------------------- user space
@@ -100,6 +100,36 @@ def checkpatch():
     return script
 
 
+def read_symvers(path):
+    """(symbol, module, namespace) of each export in a Module.symvers."""
+    out = []
+    for line in Path(path).read_text().splitlines():
+        f = line.split("\t")
+        if len(f) >= 4:
+            out.append((f[1], Path(f[2]).name, f[4] if len(f) > 4 else ""))
+    return out
+
+
+def export_problems(ours, kernel_syms):
+    """Why each of our exports could be mistaken for, or collide with, a
+    kernel symbol: its prefix (up to the first '_') starts a kernel export,
+    or it is not in the KVERBS namespace."""
+    taken = {s.split("_", 1)[0] for s in kernel_syms if "_" in s}
+    bad = []
+    for sym, _mod, ns in ours:
+        prefix = sym.split("_", 1)[0]
+        if sym in kernel_syms:
+            bad.append(f"{sym}: also exported by the kernel")
+        elif prefix in taken:
+            hit = sorted(s for s in kernel_syms
+                         if s.startswith(prefix + "_"))[:2]
+            bad.append(f"{sym}: prefix {prefix}_ is the kernel's "
+                       f"({', '.join(hit)})")
+        if ns != "KVERBS":
+            bad.append(f"{sym}: namespace {ns or 'none'}, not KVERBS")
+    return bad
+
+
 def suite_style(res, kernels):
     files = sorted(str(p.relative_to(REPO)) for g in KERNEL_SOURCE_GLOBS
                    for p in REPO.glob(g))
@@ -122,6 +152,16 @@ def suite_style(res, kernels):
             res.add("style", f"W=1 build, no warnings, {k.abi}", True)
         except HarnessError as e:
             res.add("style", f"W=1 build, no warnings, {k.abi}", False, e)
+            continue
+        ours = [e for e in read_symvers(build_dir() / "kbuild" / k.abi /
+                                        "Module.symvers")
+                if e[1] != "vmlinux"]
+        kern = {e[0] for e in read_symvers(k.headers / "Module.symvers")}
+        bad = export_problems(ours, kern)
+        res.check("style", f"{len(ours)} exports: own prefixes, KVERBS "
+                  f"namespace, none clashing with {len(kern)} kernel "
+                  f"exports of {k.abi}", ours and kern and not bad,
+                  "\n".join(bad))
 
 
 # --------------------------------------------------------------------- DKMS
@@ -315,7 +355,7 @@ def _server_reclaimed(res, suite, n0, what):
 
 
 def _messaging(res, suite, n0, n1, tracing=True, kvping=True):
-    """kmsg behaviour between two guests: handler contexts, a burst far
+    """kvmsg behaviour between two guests: handler contexts, a burst far
     beyond the receive depth with RNR retry off, malformed headers,
     tracepoints, rdma restrack, a disconnect with sends in flight and
     one-sided operations."""
@@ -363,14 +403,14 @@ def _burst(res, suite, n0, n1):
 
 def _tracepoints(res, suite, n0, n1):
     r = n1.run("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
-               "T=/sys/kernel/tracing; echo 1 > $T/events/kmsg/enable && "
+               "T=/sys/kernel/tracing; echo 1 > $T/events/kvmsg/enable && "
                f"{kping(n1, n0, count=20)} && echo 0 > "
-               "$T/events/kmsg/enable && cat $T/trace | grep -c kmsg_ && "
-               "grep -m1 kmsg_send $T/trace && grep -m1 kmsg_recv $T/trace",
+               "$T/events/kvmsg/enable && cat $T/trace | grep -c kvmsg_ && "
+               "grep -m1 kvmsg_send $T/trace && grep -m1 kvmsg_recv $T/trace",
                timeout=120)
-    res.check(suite, "tracepoints kmsg_send/kmsg_recv fire",
-              r.rc == 0 and "kmsg_send:" in r.out and
-              "kmsg_recv:" in r.out, r.out[-1500:])
+    res.check(suite, "tracepoints kvmsg_send/kvmsg_recv fire",
+              r.rc == 0 and "kvmsg_send:" in r.out and
+              "kvmsg_recv:" in r.out, r.out[-1500:])
     n1.run("rmmod kping", timeout=30)
 
 

@@ -14,7 +14,7 @@
  * message in the connection's private data (uapi/kverbs/cm.h); a peer whose
  * announcement is malformed is refused and the refusal logged.
  *
- * Messages are sent and received through kmsg (include/kverbs/kmsg.h).
+ * Messages are sent and received through kvmsg (include/kverbs/kvmsg.h).
  * Users import the KVERBS symbol namespace.  See
  * Documentation/kverbs-api.rst for contexts and lifetimes.
  */
@@ -30,29 +30,29 @@ struct kverbs_ep;
 struct kverbs_listener;
 
 /**
- * enum kmsg_ctx - where a receive handler runs
- * @KMSG_CTX_SOFTIRQ: the domain CQ's softirq poll; must not sleep
- * @KMSG_CTX_POLL: the CQ's softirq poller run by a task busy-polling in
+ * enum kvmsg_ctx - where a receive handler runs
+ * @KVMSG_CTX_SOFTIRQ: the domain CQ's softirq poll; must not sleep
+ * @KVMSG_CTX_POLL: the CQ's softirq poller run by a task busy-polling in
  *	kverbs_domain_poll(); must not sleep
- * @KMSG_CTX_PROCESS: the domain workqueue, after a deferral; may sleep
+ * @KVMSG_CTX_PROCESS: the domain workqueue, after a deferral; may sleep
  */
-enum kmsg_ctx {
-	KMSG_CTX_SOFTIRQ,
-	KMSG_CTX_POLL,
-	KMSG_CTX_PROCESS,
+enum kvmsg_ctx {
+	KVMSG_CTX_SOFTIRQ,
+	KVMSG_CTX_POLL,
+	KVMSG_CTX_PROCESS,
 };
 
 /**
- * enum kmsg_verdict - what a receive handler did with a message
- * @KMSG_DONE: consumed (or kept with kmsg_rx_keep())
- * @KMSG_DEFER: call again in process context; only from an atomic context
+ * enum kvmsg_verdict - what a receive handler did with a message
+ * @KVMSG_DONE: consumed (or kept with kvmsg_rx_keep())
+ * @KVMSG_DEFER: call again in process context; only from an atomic context
  */
-enum kmsg_verdict {
-	KMSG_DONE,
-	KMSG_DEFER,
+enum kvmsg_verdict {
+	KVMSG_DONE,
+	KVMSG_DEFER,
 };
 
-struct kmsg_rx;
+struct kvmsg_rx;
 
 /**
  * struct kverbs_domain_ops - callbacks of a domain
@@ -66,19 +66,19 @@ struct kmsg_rx;
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint
  *	from kverbs_ep_connect() lives until kverbs_ep_close().  Context:
  *	process (domain workqueue); may sleep.
- * @recv: a message arrived; see include/kverbs/kmsg.h.  @rx is valid only
+ * @recv: a message arrived; see include/kverbs/kvmsg.h.  @rx is valid only
  *	during the call unless kept.  Calls for one endpoint are never
  *	concurrent and come in the order the peer sent; calls in @ctx
  *	SOFTIRQ and POLL are serialised domain-wide.  Required.
- * @send_done: a send posted with KMSG_NOTIFY completed (@status 0) or was
+ * @send_done: a send posted with KVMSG_NOTIFY completed (@status 0) or was
  *	flushed (@status < 0); exactly once per such send.  Context: softirq
  *	or poll (atomic), or process during teardown.
  */
 struct kverbs_domain_ops {
 	void (*connected)(struct kverbs_ep *ep);
 	void (*disconnected)(struct kverbs_ep *ep, int err);
-	enum kmsg_verdict (*recv)(struct kverbs_ep *ep, struct kmsg_rx *rx,
-				  enum kmsg_ctx ctx);
+	enum kvmsg_verdict (*recv)(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+				  enum kvmsg_ctx ctx);
 	void (*send_done)(struct kverbs_ep *ep, void *cookie, int status);
 };
 

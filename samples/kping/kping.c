@@ -38,7 +38,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 
-#include <kverbs/kmsg.h>
+#include <kverbs/kvmsg.h>
 #include <kverbs/kverbs.h>
 #include <uapi/kverbs/cm.h>
 #include <uapi/kverbs/kping.h>
@@ -164,50 +164,50 @@ static int kping_msg_check(const struct kping_msg *m, u32 len, u32 magic,
 }
 
 /* Process context handles everything in wq mode; so does a deferral. */
-static bool kping_defer(enum kmsg_ctx ctx)
+static bool kping_defer(enum kvmsg_ctx ctx)
 {
-	return kping_mode == KPING_WQ && ctx != KMSG_CTX_PROCESS;
+	return kping_mode == KPING_WQ && ctx != KVMSG_CTX_PROCESS;
 }
 
-static enum kmsg_verdict kping_server_recv(struct kverbs_ep *ep,
-					   struct kmsg_rx *rx,
-					   enum kmsg_ctx ctx)
+static enum kvmsg_verdict kping_server_recv(struct kverbs_ep *ep,
+					   struct kvmsg_rx *rx,
+					   enum kvmsg_ctx ctx)
 {
-	unsigned int rflags = ctx == KMSG_CTX_PROCESS ? 0 : KMSG_NOWAIT;
-	struct kmsg_buf *b;
+	unsigned int rflags = ctx == KVMSG_CTX_PROCESS ? 0 : KVMSG_NOWAIT;
+	struct kvmsg_buf *b;
 	int ret;
 
 	if (kping_defer(ctx))
-		return KMSG_DEFER;
-	if (kmsg_rx_len(rx) >= sizeof(struct kping_msg) &&
-	    be32_to_cpu(((const struct kping_msg *)kmsg_rx_data(rx))->magic) ==
+		return KVMSG_DEFER;
+	if (kvmsg_rx_len(rx) >= sizeof(struct kping_msg) &&
+	    be32_to_cpu(((const struct kping_msg *)kvmsg_rx_data(rx))->magic) ==
 	    KPING_BURST_MAGIC) {
 		struct kping_peer *p = kverbs_ep_priv(ep);
 
-		if (kping_msg_check(kmsg_rx_data(rx), kmsg_rx_len(rx),
+		if (kping_msg_check(kvmsg_rx_data(rx), kvmsg_rx_len(rx),
 				    KPING_BURST_MAGIC, p->burst_next))
 			p->burst_bad++;
 		p->burst_next++;
-		return KMSG_DONE;
+		return KVMSG_DONE;
 	}
-	b = kmsg_reserve(ep, kmsg_rx_len(rx), rflags);
+	b = kvmsg_reserve(ep, kvmsg_rx_len(rx), rflags);
 	if (IS_ERR(b)) {
 		if (PTR_ERR(b) == -EAGAIN)
-			return KMSG_DEFER;	/* no buffer: sleep for one */
+			return KVMSG_DEFER;	/* no buffer: sleep for one */
 		ret = PTR_ERR(b);
 		goto drop;
 	}
-	memcpy(kmsg_buf_data(b), kmsg_rx_data(rx), kmsg_rx_len(rx));
-	ret = kmsg_send(b, kmsg_rx_len(rx), 0, NULL);
+	memcpy(kvmsg_buf_data(b), kvmsg_rx_data(rx), kvmsg_rx_len(rx));
+	ret = kvmsg_send(b, kvmsg_rx_len(rx), 0, NULL);
 	if (ret)
 		goto drop;
 	atomic64_inc(&kping_echoed);
-	return KMSG_DONE;
+	return KVMSG_DONE;
 drop:
 	atomic64_inc(&kping_dropped);
 	pr_warn_ratelimited("echo to node %u failed: %d\n",
 			    kverbs_ep_peer_node(ep), ret);
-	return KMSG_DONE;
+	return KVMSG_DONE;
 }
 
 static struct kping_peer kping_no_peer;	/* when allocation failed */
@@ -242,18 +242,18 @@ static const struct kverbs_domain_ops kping_server_ops = {
 };
 
 /* Send ping number c->sent, with *@bp if the caller reserved already. */
-static int kping_send_locked(struct kping_client *c, struct kmsg_buf **bp)
+static int kping_send_locked(struct kping_client *c, struct kvmsg_buf **bp)
 {
-	struct kmsg_buf *b = *bp ?: kmsg_reserve(c->ep, size, KMSG_NOWAIT);
+	struct kvmsg_buf *b = *bp ?: kvmsg_reserve(c->ep, size, KVMSG_NOWAIT);
 	int ret;
 
 	if (IS_ERR(b))
 		return PTR_ERR(b);
 	*bp = NULL;
-	kping_msg_fill(kmsg_buf_data(b), KPING_MAGIC, c->sent,
+	kping_msg_fill(kvmsg_buf_data(b), KPING_MAGIC, c->sent,
 		       size - sizeof(struct kping_msg));
 	c->t0[c->sent] = ktime_get_ns();
-	ret = kmsg_send(b, size, 0, NULL);
+	ret = kvmsg_send(b, size, 0, NULL);
 	if (!ret)
 		c->sent++;
 	return ret;
@@ -267,14 +267,14 @@ static void kping_client_fail(struct kping_client *c, int err)
 }
 
 /* Verify reply number c->replies in place. */
-static int kping_reply_locked(struct kping_client *c, struct kmsg_rx *rx)
+static int kping_reply_locked(struct kping_client *c, struct kvmsg_rx *rx)
 {
 	u32 seq = c->replies;
 
-	if (seq >= c->sent || kmsg_rx_len(rx) != size ||
-	    kping_msg_check(kmsg_rx_data(rx), size, KPING_MAGIC, seq)) {
+	if (seq >= c->sent || kvmsg_rx_len(rx) != size ||
+	    kping_msg_check(kvmsg_rx_data(rx), size, KPING_MAGIC, seq)) {
 		pr_err("reply %u corrupt or unexpected (len %u, expected %u)\n",
-		       seq, kmsg_rx_len(rx), size);
+		       seq, kvmsg_rx_len(rx), size);
 		return -EBADMSG;
 	}
 	c->rtt[seq] = ktime_get_ns() - c->t0[seq];
@@ -286,21 +286,21 @@ static int kping_reply_locked(struct kping_client *c, struct kmsg_rx *rx)
 	return 0;
 }
 
-static enum kmsg_verdict kping_client_recv(struct kverbs_ep *ep,
-					   struct kmsg_rx *rx,
-					   enum kmsg_ctx ctx)
+static enum kvmsg_verdict kping_client_recv(struct kverbs_ep *ep,
+					   struct kvmsg_rx *rx,
+					   enum kvmsg_ctx ctx)
 {
 	struct kping_client *c = kverbs_ep_priv(ep);
-	enum kmsg_verdict v = KMSG_DONE;
-	struct kmsg_buf *b = NULL;
+	enum kvmsg_verdict v = KVMSG_DONE;
+	struct kvmsg_buf *b = NULL;
 	int ret = 0;
 
 	if (!c || READ_ONCE(c->error))
-		return KMSG_DONE;
+		return KVMSG_DONE;
 	if (kping_defer(ctx))
-		return KMSG_DEFER;
-	if (ctx == KMSG_CTX_PROCESS) {
-		b = kmsg_reserve(ep, size, 0);
+		return KVMSG_DEFER;
+	if (ctx == KVMSG_CTX_PROCESS) {
+		b = kvmsg_reserve(ep, size, 0);
 		if (IS_ERR(b)) {
 			ret = PTR_ERR(b);
 			b = NULL;
@@ -314,7 +314,7 @@ static enum kmsg_verdict kping_client_recv(struct kverbs_ep *ep,
 	if (!ret && c->owed) {
 		ret = kping_send_locked(c, &b);
 		if (ret == -EAGAIN) {
-			v = KMSG_DEFER;	/* no buffer: sleep for one */
+			v = KVMSG_DEFER;	/* no buffer: sleep for one */
 			ret = 0;
 		} else if (!ret) {
 			c->owed = false;
@@ -324,7 +324,7 @@ static enum kmsg_verdict kping_client_recv(struct kverbs_ep *ep,
 		kping_client_fail(c, ret);
 	spin_unlock_bh(&c->lock);
 	if (b)
-		kmsg_unreserve(b);
+		kvmsg_unreserve(b);
 	return v;
 }
 
@@ -366,17 +366,17 @@ static struct kverbs_domain *kping_domain(const struct kverbs_domain_ops *ops,
 /* The one-way burst: the task sends, credits alone pace it. */
 static int kping_burst(struct kping_client *c)
 {
-	struct kmsg_buf *b;
+	struct kvmsg_buf *b;
 	u32 i;
 	int ret;
 
 	for (i = 0; i < burst; i++) {
-		b = kmsg_reserve(c->ep, size, 0);
+		b = kvmsg_reserve(c->ep, size, 0);
 		if (IS_ERR(b))
 			return PTR_ERR(b);
-		kping_msg_fill(kmsg_buf_data(b), KPING_BURST_MAGIC, i,
+		kping_msg_fill(kvmsg_buf_data(b), KPING_BURST_MAGIC, i,
 			       size - sizeof(struct kping_msg));
-		ret = kmsg_send(b, size, 0, NULL);
+		ret = kvmsg_send(b, size, 0, NULL);
 		if (ret)
 			return ret;
 	}
@@ -390,14 +390,14 @@ static int kping_burst(struct kping_client *c)
 static int kping_run(struct kping_client *c)
 {
 	unsigned int poll_us = kping_mode == KPING_POLL ? timeout_ms * 1000 : 0;
-	struct kmsg_buf *b;
+	struct kvmsg_buf *b;
 	bool more = true;
 	long left;
 	u32 seen;
 	int ret;
 
 	while (more) {
-		b = kmsg_reserve(c->ep, size, 0);
+		b = kvmsg_reserve(c->ep, size, 0);
 		if (IS_ERR(b))
 			return PTR_ERR(b);
 		spin_lock_bh(&c->lock);
@@ -407,14 +407,14 @@ static int kping_run(struct kping_client *c)
 			ret = kping_send_locked(c, &b);
 		spin_unlock_bh(&c->lock);
 		if (b)
-			kmsg_unreserve(b);
+			kvmsg_unreserve(b);
 		if (ret)
 			return ret;
 	}
 	/* Fail when no reply came for timeout_ms, however long the run. */
 	for (;;) {
 		seen = READ_ONCE(c->replies);
-		left = kmsg_wait_poll(kping_dom, &c->done, poll_us,
+		left = kvmsg_wait_poll(kping_dom, &c->done, poll_us,
 				      msecs_to_jiffies(timeout_ms));
 		if (left < 0)
 			return -EINTR;

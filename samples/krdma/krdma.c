@@ -22,7 +22,7 @@
 #include <linux/module.h>
 #include <linux/slab.h>
 
-#include <kverbs/kmsg.h>
+#include <kverbs/kvmsg.h>
 #include <kverbs/kverbs.h>
 
 static char *server;
@@ -133,27 +133,27 @@ static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt)
 
 static int krdma_send(struct kverbs_ep *ep, const struct krdma_msg *msg)
 {
-	struct kmsg_buf *b = kmsg_reserve(ep, sizeof(*msg), 0);
+	struct kvmsg_buf *b = kvmsg_reserve(ep, sizeof(*msg), 0);
 
 	if (IS_ERR(b))
 		return PTR_ERR(b);
-	memcpy(kmsg_buf_data(b), msg, sizeof(*msg));
-	return kmsg_send(b, sizeof(*msg), 0, NULL);
+	memcpy(kvmsg_buf_data(b), msg, sizeof(*msg));
+	return kvmsg_send(b, sizeof(*msg), 0, NULL);
 }
 
 /* Server: everything runs in process context, where registration sleeps. */
-static enum kmsg_verdict krdma_server_recv(struct kverbs_ep *ep,
-					   struct kmsg_rx *rx,
-					   enum kmsg_ctx ctx)
+static enum kvmsg_verdict krdma_server_recv(struct kverbs_ep *ep,
+					   struct kvmsg_rx *rx,
+					   enum kvmsg_ctx ctx)
 {
 	struct krdma_mem *m = kverbs_ep_priv(ep);
 	struct krdma_msg in, out = {};
 
-	if (ctx != KMSG_CTX_PROCESS)
-		return KMSG_DEFER;
-	if (kmsg_rx_len(rx) != sizeof(in))
-		return KMSG_DONE;
-	memcpy(&in, kmsg_rx_data(rx), sizeof(in));
+	if (ctx != KVMSG_CTX_PROCESS)
+		return KVMSG_DEFER;
+	if (kvmsg_rx_len(rx) != sizeof(in))
+		return KVMSG_DONE;
+	memcpy(&in, kvmsg_rx_data(rx), sizeof(in));
 	switch (in.type) {
 	case KRDMA_HELLO:
 		if (!m) {
@@ -183,12 +183,12 @@ static enum kmsg_verdict krdma_server_recv(struct kverbs_ep *ep,
 		}
 		break;
 	default:
-		return KMSG_DONE;
+		return KVMSG_DONE;
 	}
 	if (krdma_send(ep, &out))
 		pr_warn_ratelimited("reply to node %u failed\n",
 				    kverbs_ep_peer_node(ep));
-	return KMSG_DONE;
+	return KVMSG_DONE;
 }
 
 static void krdma_server_disconnected(struct kverbs_ep *ep, int err)
@@ -210,17 +210,17 @@ struct krdma_client {
 	int op_status;
 };
 
-static enum kmsg_verdict krdma_client_recv(struct kverbs_ep *ep,
-					   struct kmsg_rx *rx,
-					   enum kmsg_ctx ctx)
+static enum kvmsg_verdict krdma_client_recv(struct kverbs_ep *ep,
+					   struct kvmsg_rx *rx,
+					   enum kvmsg_ctx ctx)
 {
 	struct krdma_client *c = kverbs_ep_priv(ep);
 
-	if (c && kmsg_rx_len(rx) == sizeof(c->msg)) {
-		memcpy(&c->msg, kmsg_rx_data(rx), sizeof(c->msg));
+	if (c && kvmsg_rx_len(rx) == sizeof(c->msg)) {
+		memcpy(&c->msg, kvmsg_rx_data(rx), sizeof(c->msg));
 		complete(&c->reply);
 	}
-	return KMSG_DONE;
+	return KVMSG_DONE;
 }
 
 static const struct kverbs_domain_ops krdma_client_ops = {

@@ -154,3 +154,26 @@ class KtapTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ExportPrefixes(unittest.TestCase):
+    """The style suite's export check flags a squatted prefix (the planted
+    fault: the old kmsg_ names against printk's kmsg_dump_*)."""
+
+    def test_clash_and_namespace(self):
+        from testbed.suites import export_problems
+        kernel = {"kmsg_dump_register", "kmem_cache_alloc", "printk"}
+        ours = [("kmsg_reserve", "kverbs", "KVERBS"),
+                ("kverbs_listen", "kverbs", "KVERBS"),
+                ("kvmsg_send", "kverbs", ""),
+                ("printk", "kverbs", "KVERBS")]
+        bad = export_problems(ours, kernel)
+        self.assertEqual(len(bad), 3, bad)
+        self.assertIn("kmsg_reserve: prefix kmsg_", bad[0])
+        self.assertIn("kvmsg_send: namespace none", bad[1])
+        self.assertIn("printk: also exported", bad[2])
+
+    def test_clean(self):
+        from testbed.suites import export_problems
+        self.assertEqual(export_problems(
+            [("kvmsg_send", "kverbs", "KVERBS")], {"kmsg_dump_register"}), [])

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// User-level page-protection baselines for the kmem benchmark: the time to
+// User-level page-protection baselines for the kvmem benchmark: the time to
 // revoke write access to N pages of anonymous memory, and to grant it back,
 // with mprotect per page, mprotect per contiguous range, and userfaultfd
 // write-protect per page.  Runs inside the guests; reports medians and p99

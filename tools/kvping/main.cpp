@@ -11,7 +11,7 @@
 #include "rdma.hpp"
 
 #include <kvwire/cm.hpp>
-#include <kvwire/kmsg.hpp>
+#include <kvwire/kvmsg.hpp>
 #include <kvwire/kping.hpp>
 
 #include <getopt.h>
@@ -54,7 +54,7 @@ struct Options {
     std::uint16_t depth = 16;          // receives we post, each max_msg bytes
     std::uint32_t max_msg = 4096;
     std::string bad;                   // empty: announce valid private data
-    std::string bad_msg;               // empty: send valid kmsg headers
+    std::string bad_msg;               // empty: send valid kvmsg headers
     std::chrono::milliseconds timeout = 10000ms;
 };
 
@@ -73,7 +73,7 @@ void usage(std::FILE *out)
         "                      validation: magic|version|flags|reserved|node|depth|msg|short\n"
         "                      (short sends 8 bytes; IB/RoCE CMs zero-pad it, so the\n"
         "                      peer sees node id 0)\n"
-        "  --bad-msg KIND      send one ping with a malformed kmsg header and expect\n"
+        "  --bad-msg KIND      send one ping with a malformed kvmsg header and expect\n"
         "                      the peer to close the connection:\n"
         "                      type|flags|reserved|len|credits|seq|short\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
@@ -219,7 +219,7 @@ private:
     void expect_close();
     [[nodiscard]] std::size_t slot_size() const noexcept
     {
-        return kvwire::kmsg_header + opt_.max_msg;
+        return kvwire::kvmsg_header + opt_.max_msg;
     }
 
     Options opt_;
@@ -236,8 +236,8 @@ private:
     kvping::Qp qp_;
     kvping::Connection conn_;
     std::uint32_t peer_max_msg_ = 0;
-    // kmsg state: credits toward the peer and both sequence numbers.
-    kvwire::KmsgCredits credits_{0};
+    // kvmsg state: credits toward the peer and both sequence numbers.
+    kvwire::KvmsgCredits credits_{0};
     std::uint32_t tx_seq_ = 0;
     std::uint32_t rx_seq_ = 0;
 };
@@ -297,7 +297,7 @@ bool Client::connect()
     if (!opt_.bad.empty())
         throw Error("peer accepted malformed private data (--bad " + opt_.bad + ")");
     peer_max_msg_ = peer.value.max_msg;
-    credits_ = kvwire::KmsgCredits(peer.value.depth);
+    credits_ = kvwire::KvmsgCredits(peer.value.depth);
     return true;
 }
 
@@ -328,7 +328,7 @@ void Client::setup_verbs()
     attr.sq_sig_all = 1;
     qp_ = kvping::Qp(id_.get(), pd_.get(), attr);
 
-    send_buf_.resize(kvwire::kmsg_header + opt_.size);
+    send_buf_.resize(kvwire::kvmsg_header + opt_.size);
     recv_buf_.resize(std::size_t{opt_.depth} * slot_size());
     // int, not the enum: the ibv_reg_mr macro masks it with another enum type.
     constexpr int local_write = IBV_ACCESS_LOCAL_WRITE;
@@ -356,17 +356,17 @@ void Client::post_recv(std::size_t slot)
         kvping::throw_err("ibv_post_recv", err);
 }
 
-// Posts ping seq behind a kmsg header, broken as --bad-msg says.
+// Posts ping seq behind a kvmsg header, broken as --bad-msg says.
 void Client::send_ping(std::uint32_t seq)
 {
     std::uint16_t grant = 0;
     if (!credits_.take(grant))
         throw Error("ping " + std::to_string(seq) + ": no send credit left (peer granted none)");
     const std::span<std::uint8_t> buf(send_buf_);
-    kvwire::kping_build(buf.subspan(kvwire::kmsg_header), seq);
-    kvwire::KmsgHeader h{.type = KMSG_TYPE_DATA, .credits = grant, .seq = tx_seq_++,
+    kvwire::kping_build(buf.subspan(kvwire::kvmsg_header), seq);
+    kvwire::KvmsgHeader h{.type = KVMSG_TYPE_DATA, .credits = grant, .seq = tx_seq_++,
                          .len = opt_.size};
-    std::uint32_t wire_len = kvwire::kmsg_header + opt_.size;
+    std::uint32_t wire_len = kvwire::kvmsg_header + opt_.size;
     const auto &bad = opt_.bad_msg;
     if (bad == "type")
         h.type = 9;
@@ -382,7 +382,7 @@ void Client::send_ping(std::uint32_t seq)
         h.seq += 5;
     else if (bad == "short")
         wire_len = 8;
-    kvwire::kmsg_put(buf, h);
+    kvwire::kvmsg_put(buf, h);
 
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
@@ -460,19 +460,19 @@ void Client::ping_pong()
                 }
                 const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(),
                                                       wc.byte_len);
-                const auto p = kvwire::kmsg_parse(m, rx_seq_++, opt_.max_msg);
+                const auto p = kvwire::kvmsg_parse(m, rx_seq_++, opt_.max_msg);
                 if (!p.ok())
                     throw Error("message from the peer refused: " + p.error);
                 if (!credits_.receive(p.hdr.credits))
                     throw Error("peer granted more credits than its depth");
-                if (p.hdr.type == KMSG_TYPE_CREDIT) {
+                if (p.hdr.type == KVMSG_TYPE_CREDIT) {
                     post_recv(wc.wr_id);
                     credits_.reposted();
                 } else if (echo) {
                     throw Error("ping " + std::to_string(seq) + ": more than one reply");
                 } else {
                     rtt.push_back(clock::now() - t0);
-                    echo = m.subspan(kvwire::kmsg_header);
+                    echo = m.subspan(kvwire::kvmsg_header);
                     echo_slot = wc.wr_id;
                 }
             }

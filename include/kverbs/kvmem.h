@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kvmem: managed memory regions with batch page protection.
+ *
+ * A kernel client creates a region of pages that belong to the module,
+ * hands a process a file descriptor to mmap() it (MAP_SHARED, whole region,
+ * offset 0, one mapping at a time), and changes the protection of any set
+ * of its pages in one call.  Only page tables change: a grant is recorded
+ * and applied lazily by the next fault, a revoke removes the affected page
+ * table entries with one zap (one TLB flush) per call.  An access the
+ * protection forbids calls the client's fault callback in the faulting
+ * task, which then waits (killable) until a grant allows the access.
+ *
+ * The pages can be registered for RDMA (kvmem_region_pages() with
+ * kverbs_region_register()), so remote data lands in the page the process
+ * sees.  See Documentation/kvmem.rst for contexts and edge cases.
+ */
+#ifndef _KVERBS_KVMEM_H
+#define _KVERBS_KVMEM_H
+
+#include <linux/types.h>
+#include <kverbs/compat.h>
+#include <uapi/kverbs/kvmem.h>
+
+struct kvmem_region;
+struct page;
+
+/**
+ * struct kvmem_ops - client callbacks of a region
+ * @fault: page @index was accessed (@write: for writing) beyond its
+ *	protection.  Called in the faulting task, without kvmem locks (it may
+ *	hold mmap_lock), with at most one callback outstanding per page:
+ *	tasks faulting the page meanwhile wait for the grant that answers
+ *	it.  A grant answers the page's callback; a waiter it does not
+ *	satisfy (a writer behind a read callback answered with READ) gets a
+ *	callback of its own for what it still needs.  The client resolves it
+ *	(fetch the page, then kvmem_protect() or kvmem_protect_nowait() a
+ *	grant); the task waits killably and retries.  May sleep.
+ */
+struct kvmem_ops {
+	void (*fault)(struct kvmem_region *r, u32 index, bool write, void *priv);
+};
+
+struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
+				       const struct kvmem_ops *ops, void *priv);
+void kvmem_region_destroy(struct kvmem_region *r);
+int kvmem_region_fd(struct kvmem_region *r);
+struct page **kvmem_region_pages(struct kvmem_region *r, u32 *npages);
+void *kvmem_region_priv(const struct kvmem_region *r);
+
+int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
+		 u32 nr, u32 prot);
+int kvmem_protect_nowait(struct kvmem_region *r,
+			const struct kvmem_range *ranges, u32 nr, u32 prot);
+int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
+			u32 prot);
+
+#endif /* _KVERBS_KVMEM_H */

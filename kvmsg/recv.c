@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvmsg receive path: validation, credits, dispatch to the domain's
+ * handler, deferral to process context, keep/release and re-posting.
+ *
+ * A receive buffer is lent to the handler for the duration of its call
+ * and re-posted when it returns: that re-post is what the next credit
+ * grant counts, so a grant is never announced for a buffer the adapter
+ * cannot use yet, and never lost: the count is taken under ep->lock by the
+ * same code that posts.
+ */
+#include "../kverbs/kverbs-pri.h"
+#include "kvmsg_trace.h"
+
+/**
+ * kvmsg_post_recv - post one receive buffer
+ * @ep: endpoint
+ * @rx: buffer
+ *
+ * Context: any.
+ * Return: 0 or the provider's error.
+ */
+int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
+{
+	struct ib_sge sge = {
+		.addr = rx->dma,
+		.length = ep->msg.buf_size,
+		.lkey = ep->dom->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = {
+		.wr_cqe = &rx->cqe,
+		.sg_list = &sge,
+		.num_sge = 1,
+	};
+
+	return ib_post_recv(ep->qp, &wr, NULL);
+}
+
+/*
+ * Give a buffer back to the adapter and count it for the next grant.
+ * Under ep->lock and only while connected: teardown marks CLOSING under
+ * it before the drain marker, so nothing is posted behind the marker.
+ */
+static void kvmsg_repost(struct kverbs_ep *ep, struct kvmsg_rx *rx)
+{
+	struct kverbs_domain *dom = ep->dom;
+	int ret = 0;
+
+	spin_lock_bh(&ep->lock);
+	if (ep->state == KVERBS_EP_CONNECTED) {
+		ib_dma_sync_single_for_device(dom->pd->device, rx->dma,
+					      ep->msg.buf_size,
+					      DMA_FROM_DEVICE);
+		ret = kvmsg_post_recv(ep, rx);
+		if (!ret) {
+			kvmsg_credit_reposted(&ep->msg.credit);
+			ret = kvmsg_flush_locked(ep);
+		}
+	}
+	spin_unlock_bh(&ep->lock);
+	if (ret) {
+		pr_err_ratelimited("%s: receive repost failed: %d\n", dom->name,
+				   ret);
+		kverbs_ep_schedule_teardown(ep, ret);
+	}
+}
+
+static void kvmsg_proto_error(struct kverbs_ep *ep, const char *why, u32 seq)
+{
+	atomic64_inc(&ep->msg.stats.proto_errors);
+	trace_kvmsg_error(ep, why);
+	pr_warn_ratelimited("%s: dropping message %u from node %u: %s; closing the connection\n",
+			    ep->dom->name, seq, ep->peer_node, why);
+	kverbs_ep_schedule_teardown(ep, -EPROTO);
+}
+
+/**
+ * kvmsg_schedule_defer - have process context dispatch @ep's backlog
+ * @ep: endpoint with a non-empty backlog
+ *
+ * The domain's defer list holds a reference to @ep.
+ *
+ * Context: any.
+ */
+void kvmsg_schedule_defer(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+
+	spin_lock_bh(&dom->defer_lock);
+	if (list_empty(&ep->msg.defer_node)) {
+		kref_get(&ep->ref);
+		list_add_tail(&ep->msg.defer_node, &dom->defer_list);
+	}
+	spin_unlock_bh(&dom->defer_lock);
+	queue_work(dom->wq, &dom->defer_work);
+}
+
+/*
+ * Call the handler for @rx.  Return true if the buffer is still ours
+ * afterwards (not kept, or released again during the call), with
+ * *@defer set if it asked for process context and may have it.
+ *
+ * Whether the handler kept @rx is decided once, under ep->lock, when the
+ * call is over: a release from another CPU during the call leaves the
+ * re-post to us (@in_handler), so the buffer is re-posted exactly once.
+ */
+static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			      enum kvmsg_ctx ctx, bool *defer)
+{
+	enum kvmsg_verdict v;
+	bool ours;
+
+	rx->in_handler = true;
+	v = ep->dom->ops->recv(ep, rx, ctx);
+	spin_lock_bh(&ep->lock);
+	rx->in_handler = false;
+	ours = !rx->kept;
+	*defer = ours && v == KVMSG_DEFER && ctx != KVMSG_CTX_PROCESS;
+	if (*defer)
+		kvmsg_backlog_push_front(&ep->msg.backlog, rx);
+	spin_unlock_bh(&ep->lock);
+	if (v == KVMSG_DEFER && ctx == KVMSG_CTX_PROCESS)
+		pr_warn_once("%s: handler deferred in process context; message consumed\n",
+			     ep->dom->name);
+	return ours;
+}
+
+/*
+ * Hand @rx to the handler, or to process context if @queued (it waits for
+ * ->connected or behind deferred messages, and is on the backlog already).
+ */
+static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			  enum kvmsg_ctx ctx, bool queued)
+{
+	bool defer;
+
+	if (queued) {
+		trace_kvmsg_defer(ep, rx->seq, true);
+		if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+			kvmsg_schedule_defer(ep);
+		return;
+	}
+	if (!kvmsg_call_handler(ep, rx, ctx, &defer))
+		return;
+	if (defer) {
+		atomic64_inc(&ep->msg.stats.deferrals);
+		trace_kvmsg_defer(ep, rx->seq, false);
+		kvmsg_schedule_defer(ep);
+		return;
+	}
+	kvmsg_repost(ep, rx);
+}
+
+/**
+ * kvmsg_recv_done - completion of a receive
+ * @cq: the domain's CQ
+ * @wc: work completion
+ *
+ * Context: softirq, possibly run for a task in kverbs_domain_poll();
+ * serialised per domain by the CQ's one poller.
+ */
+void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kvmsg_rx *rx = container_of(wc->wr_cqe, struct kvmsg_rx, cqe);
+	struct kverbs_ep *ep = rx->ep;
+	struct kverbs_domain *dom = ep->dom;
+	struct kvmsg_ep *m = &ep->msg;
+	enum kvmsg_wire_err e;
+	bool polled, queued;
+	u16 credits;
+	u8 type;
+	int ret;
+
+	if (unlikely(wc->status != IB_WC_SUCCESS)) {
+		/* Flushes are how a QP in the error state returns its WRs. */
+		if (wc->status == IB_WC_WR_FLUSH_ERR)
+			return;
+		atomic64_inc(&ep->stat_errors);
+		trace_kvmsg_error(ep, "receive completion failed");
+		pr_err_ratelimited("%s: receive completion failed: %s (%d), peer node %u\n",
+				   dom->name, ib_wc_status_msg(wc->status),
+				   wc->status, ep->peer_node);
+		kverbs_ep_schedule_teardown(ep, -EIO);
+		return;
+	}
+
+	polled = kvmsg_polled(dom);
+	ib_dma_sync_single_for_cpu(dom->pd->device, rx->dma, wc->byte_len,
+				   DMA_FROM_DEVICE);
+	e = kvmsg_hdr_check(rx->data, wc->byte_len, m->rx_seq, dom->max_msg,
+			   &rx->len, &credits, &type);
+	if (e != KVMSG_WIRE_OK) {
+		kvmsg_proto_error(ep, kvmsg_wire_err_str(e), m->rx_seq);
+		return;
+	}
+	rx->seq = m->rx_seq++;
+	atomic64_inc(&m->stats.received);
+	if (polled)
+		atomic64_inc(&m->stats.polled);
+	trace_kvmsg_recv(ep, rx->seq, rx->len, credits, type);
+
+	/*
+	 * One critical section for the grant and the order check: a data
+	 * message that must wait (before ->connected, or behind deferred
+	 * ones) joins the backlog here.
+	 */
+	spin_lock_bh(&ep->lock);
+	ret = kvmsg_credit_receive(&m->credit, credits);
+	if (!ret && credits)
+		ret = kvmsg_flush_locked(ep);
+	queued = !ret && type == KVMSG_TYPE_DATA &&
+		 (ep->state != KVERBS_EP_CONNECTED ||
+		  kvmsg_backlog_must_queue(&m->backlog));
+	if (queued)
+		kvmsg_backlog_add(&m->backlog, rx);
+	spin_unlock_bh(&ep->lock);
+	if (ret == -EPROTO) {
+		kvmsg_proto_error(ep, "credits beyond the announced depth",
+				 rx->seq);
+		return;
+	} else if (ret) {
+		kverbs_ep_schedule_teardown(ep, ret);
+		return;
+	}
+	if (credits)
+		atomic64_add(credits, &m->stats.credits_received);
+
+	if (type == KVMSG_TYPE_CREDIT)
+		kvmsg_repost(ep, rx);
+	else
+		kvmsg_dispatch(ep, rx, polled ? KVMSG_CTX_POLL :
+			      KVMSG_CTX_SOFTIRQ, queued);
+}
+
+/* Dispatch one endpoint's backlog in process context. */
+static void kvmsg_defer_ep(struct kverbs_ep *ep)
+{
+	struct kvmsg_ep *m = &ep->msg;
+	struct kvmsg_rx *rx;
+	bool live, defer;
+
+	for (;;) {
+		spin_lock_bh(&ep->lock);
+		rx = kvmsg_backlog_next(&m->backlog);
+		live = ep->state == KVERBS_EP_CONNECTED;
+		spin_unlock_bh(&ep->lock);
+		if (!rx)
+			return;
+		if (!live) {
+			/* Teardown reclaims the ring; nobody sees this one. */
+			atomic64_inc(&m->stats.dropped);
+			continue;
+		}
+		if (kvmsg_call_handler(ep, rx, KVMSG_CTX_PROCESS, &defer))
+			kvmsg_repost(ep, rx);
+		cond_resched();
+	}
+}
+
+/**
+ * kvmsg_defer_work - the domain's process-context dispatcher
+ * @work: kverbs_domain.defer_work
+ *
+ * One work item per domain, so deferred handlers of a domain never run
+ * concurrently, and per-domain, so one domain's slow handler never delays
+ * another's.
+ *
+ * Context: process (domain workqueue, WQ_HIGHPRI).
+ */
+void kvmsg_defer_work(struct work_struct *work)
+{
+	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
+						 defer_work);
+	struct kverbs_ep *ep;
+
+	for (;;) {
+		spin_lock_bh(&dom->defer_lock);
+		ep = list_first_entry_or_null(&dom->defer_list,
+					      struct kverbs_ep,
+					      msg.defer_node);
+		if (ep)
+			list_del_init(&ep->msg.defer_node);
+		spin_unlock_bh(&dom->defer_lock);
+		if (!ep)
+			return;
+		kvmsg_defer_ep(ep);
+		kverbs_ep_put(ep);
+	}
+}
+
+/**
+ * kvmsg_rx_data - the payload of a received message
+ * @rx: message, during the handler or while kept
+ *
+ * Context: any.
+ * Return: kvmsg_rx_len() bytes, in place in the receive buffer.
+ */
+const void *kvmsg_rx_data(const struct kvmsg_rx *rx)
+{
+	return (const struct kvmsg_hdr *)rx->data + 1;
+}
+EXPORT_SYMBOL_NS_GPL(kvmsg_rx_data, KVERBS_NS);
+
+/**
+ * kvmsg_rx_len - payload length of a received message
+ * @rx: message
+ *
+ * Context: any.
+ * Return: bytes, at most the max_msg this domain announced.
+ */
+u32 kvmsg_rx_len(const struct kvmsg_rx *rx)
+{
+	return rx->len;
+}
+EXPORT_SYMBOL_NS_GPL(kvmsg_rx_len, KVERBS_NS);
+
+/**
+ * kvmsg_rx_ep - the endpoint a message arrived on
+ * @rx: message
+ *
+ * Context: any.
+ * Return: the endpoint.
+ */
+struct kverbs_ep *kvmsg_rx_ep(const struct kvmsg_rx *rx)
+{
+	return rx->ep;
+}
+EXPORT_SYMBOL_NS_GPL(kvmsg_rx_ep, KVERBS_NS);
+
+/**
+ * kvmsg_rx_keep - hold a received buffer beyond the handler's call
+ * @rx: message, inside ->recv()
+ *
+ * The buffer leaves the receive ring until kvmsg_rx_release(), so the peer
+ * gets its credit back only then.  At most (depth - 1) / 2 buffers of an
+ * endpoint can be kept (kvmsg_max_kept()), which leaves a one-way sender
+ * enough receives to earn a credit message.  A release may come from any
+ * context, also while ->recv() is still running on another CPU.
+ *
+ * Context: inside ->recv(), any context.
+ * Return: 0, or -ENOBUFS when the endpoint's limit is reached (copy the
+ * data instead), -EINVAL if already kept or called outside ->recv().
+ */
+int kvmsg_rx_keep(struct kvmsg_rx *rx)
+{
+	struct kverbs_ep *ep = rx->ep;
+	int ret = 0;
+
+	spin_lock_bh(&ep->lock);
+	if (rx->kept || !rx->in_handler) {
+		ret = -EINVAL;
+	} else if (ep->msg.kept >= ep->msg.max_kept) {
+		ret = -ENOBUFS;
+	} else {
+		ep->msg.kept++;
+		rx->kept = true;
+	}
+	spin_unlock_bh(&ep->lock);
+	if (ret)
+		return ret;
+	kref_get(&ep->ref);
+	return 0;
+}
+EXPORT_SYMBOL_NS_GPL(kvmsg_rx_keep, KVERBS_NS);
+
+/**
+ * kvmsg_rx_release - return a kept buffer to the receive ring
+ * @rx: message kept with kvmsg_rx_keep()
+ *
+ * After the endpoint went down the buffer is simply let go.
+ *
+ * Context: any.
+ */
+void kvmsg_rx_release(struct kvmsg_rx *rx)
+{
+	struct kverbs_ep *ep = rx->ep;
+	bool repost;
+
+	spin_lock_bh(&ep->lock);
+	if (WARN_ON_ONCE(!rx->kept)) {
+		spin_unlock_bh(&ep->lock);
+		return;
+	}
+	ep->msg.kept--;
+	rx->kept = false;
+	/* Still inside ->recv() on another CPU: the dispatcher re-posts. */
+	repost = !rx->in_handler;
+	spin_unlock_bh(&ep->lock);
+	if (repost)
+		kvmsg_repost(ep, rx);
+	kverbs_ep_put(ep);
+}
+EXPORT_SYMBOL_NS_GPL(kvmsg_rx_release, KVERBS_NS);

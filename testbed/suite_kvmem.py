@@ -1,0 +1,54 @@
+"""kvmem in guests: the C++ behaviour tests (tools/kvmem/kvmem_test.cpp)
+against kvmem.ko on a Debian kernel, two vCPUs per guest so that the
+stale-TLB test runs its writer and revoker on different CPUs."""
+import re
+
+from .common import HarnessError, build_dir
+from . import initramfs, kbuild
+
+
+def overlay_for(kernel, workdir, extra_bins=()):
+    """kvmem.ko (W=1 build for this kernel) plus test binaries."""
+    from . import suites
+    mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi)
+    bdir = suites.meson_build()
+    files = {"/kvlab/modules/kvmem.ko": mods["kvmem.ko"]}
+    for b in ("tools/kvmem/kvmem-test",) + tuple(extra_bins):
+        initramfs.add_binary(files, bdir / b)
+    return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+
+
+def suite_kvmem(res, kernel, name):
+    from .cluster import Cluster
+    from .suites import _fresh_workdir
+    workdir = _fresh_workdir(name)
+    overlay = overlay_for(kernel, workdir)
+    try:
+        with Cluster(kernel, nodes=2, workdir=workdir, overlay=overlay,
+                     smp=2) as c:
+            n = c.nodes[0]
+            r = n.run("insmod /kvlab/modules/kvmem.ko && "
+                      "ls -l /dev/kvmem", timeout=60)
+            res.check(name, "kvmem loads, /dev/kvmem exists",
+                      r.rc == 0, r.out)
+            r = n.run("nproc; /kvlab/bin/kvmem-test --gtest_color=no",
+                      timeout=600)
+            cases = re.findall(r"^\[\s+(OK|FAILED)\s+\] (\S+)\.(\S+) \(",
+                               r.out, re.M)
+            for status, suite, case in cases:
+                detail = ""
+                if status == "FAILED":
+                    m = re.search(rf"\[ RUN\s+\] {suite}\.{case}\n(.*?)"
+                                  rf"\[\s+FAILED\s+\] {suite}\.{case}",
+                                  r.out, re.S)
+                    detail = m.group(1)[-2000:] if m else r.out[-2000:]
+                res.add(name, f"{suite}.{case}", status == "OK", detail)
+            res.check(name, "kvmem-test ran its cases and passed",
+                      len(cases) >= 10 and r.rc == 0,
+                      f"{len(cases)} cases, rc {r.rc}\n" + r.out[-3000:])
+            r = n.run("rmmod kvmem && ! test -e /dev/kvmem",
+                      timeout=120)
+            res.check(name, "rmmod kvmem", r.rc == 0, r.out)
+        res.add(name, "guest console clean", True)
+    except HarnessError as e:
+        res.add(name, "guest run", False, e)
