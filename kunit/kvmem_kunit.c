@@ -105,9 +105,9 @@ static void kvmem_transitions(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kvmem_prot_change(KVMEM_PROT_RW, KVMEM_PROT_READ),
 			KVMEM_REVOKE);
 	KUNIT_EXPECT_EQ(test, kvmem_prot_change(KVMEM_PROT_READ,
-					       KVMEM_PROT_NONE), KVMEM_REVOKE);
+						KVMEM_PROT_NONE), KVMEM_REVOKE);
 	KUNIT_EXPECT_EQ(test, kvmem_prot_change(KVMEM_PROT_READ,
-					       KVMEM_PROT_READ), KVMEM_SAME);
+						KVMEM_PROT_READ), KVMEM_SAME);
 	KUNIT_EXPECT_FALSE(test, kvmem_prot_allows(KVMEM_PROT_NONE, false));
 	KUNIT_EXPECT_TRUE(test, kvmem_prot_allows(KVMEM_PROT_READ, false));
 	KUNIT_EXPECT_FALSE(test, kvmem_prot_allows(KVMEM_PROT_READ, true));

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit: the pure logic of kvmsg (kvmsg/flow.c, kvmsg/wire.c): credit
- * accounting, send-queue wrap, the signal interval, reclaim on signaled
- * and flushed completions, deferral order and header validation.
+ * KUnit: the pure logic of kvmsg (kvmsg/flow.c, kvmsg/wire.c) and of the
+ * send-queue ledger and queue budget it relies on (kverbs/sq.c,
+ * kverbs/ep.c): credit accounting, ledger wrap, the signal interval,
+ * reclaim on signaled and flushed completions, the numbered budget,
+ * deferral order and header validation.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
 #include <linux/random.h>
 
-#include "../kverbs/kverbs-pri.h"
+#include "../kvmsg/kvmsg-pri.h"
 
 static void kvmsg_credit_accounting(struct kunit *test)
 {
@@ -309,95 +311,138 @@ static void kvmsg_credit_no_deadlock(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, delivered, 20000U);
 }
 
-static void kvmsg_sq_wrap(struct kunit *test)
+static void kverbs_ledger_wrap(struct kunit *test)
 {
-	struct kvmsg_sq sq;
+	struct kverbs_ledger l;
 	u32 pos, i;
 
-	kvmsg_sq_init(&sq, 8, 4);
-	sq.head = U32_MAX - 5;	/* positions wrap around 2^32 */
-	sq.tail = sq.head;
+	kverbs_ledger_init(&l, 8, 4);
+	l.head = U32_MAX - 5;	/* positions wrap around 2^32 */
+	l.tail = l.head;
 	for (i = 0; i < 100; i++) {
-		kvmsg_sq_post(&sq, false, false, &pos);
-		KUNIT_EXPECT_EQ(test, pos, sq.head - 1);
-		KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos), 1U);
-		KUNIT_EXPECT_EQ(test, kvmsg_sq_used(&sq), 0U);
+		kverbs_ledger_post(&l, false, &pos);
+		KUNIT_EXPECT_EQ(test, pos, l.head - 1);
+		KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos), 1U);
+		KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 0U);
 	}
 	/* Slot indices stay in range across the wrap. */
-	KUNIT_EXPECT_LT(test, pos % sq.size, sq.size);
+	KUNIT_EXPECT_LT(test, pos % l.size, l.size);
 }
 
-static void kvmsg_sq_signal_interval(struct kunit *test)
+static void kverbs_ledger_signal_interval(struct kunit *test)
 {
-	struct kvmsg_sq sq;
+	struct kverbs_ledger l;
 	u32 pos, i, sig = 0;
 
-	kvmsg_sq_init(&sq, 64, 8);
+	kverbs_ledger_init(&l, 64, 8);
 	for (i = 1; i <= 32; i++) {
-		bool s = kvmsg_sq_post(&sq, false, false, &pos);
+		bool s = kverbs_ledger_post(&l, false, &pos);
 
 		KUNIT_EXPECT_EQ(test, s, i % 8 == 0);
 		sig += s;
 		if (s)	/* everything up to a signaled WR goes at once */
-			KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos), 8U);
+			KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos),
+					8U);
 	}
 	KUNIT_EXPECT_EQ(test, sig, 4U);
 
-	/* Asked for, or holding the last buffer: signaled at once. */
-	KUNIT_EXPECT_FALSE(test, kvmsg_sq_post(&sq, false, false, &pos));
-	KUNIT_EXPECT_TRUE(test, kvmsg_sq_post(&sq, true, false, &pos));
-	KUNIT_EXPECT_FALSE(test, kvmsg_sq_post(&sq, false, false, &pos));
-	KUNIT_EXPECT_TRUE(test, kvmsg_sq_post(&sq, false, true, &pos));
+	/*
+	 * Asked for, or holding the last buffer (callers fold both into
+	 * want_signal): signaled at once, mid-interval.
+	 */
+	KUNIT_EXPECT_FALSE(test, kverbs_ledger_post(&l, false, &pos));
+	KUNIT_EXPECT_TRUE(test, kverbs_ledger_post(&l, true, &pos));
+	KUNIT_EXPECT_FALSE(test, kverbs_ledger_post(&l, false, &pos));
+	KUNIT_EXPECT_FALSE(test, kverbs_ledger_post(&l, false, &pos));
+	KUNIT_EXPECT_TRUE(test, kverbs_ledger_post(&l, true, &pos));
 	/* The counter restarts after any signaled WR. */
-	KUNIT_EXPECT_EQ(test, sq.unsignaled, 0U);
+	KUNIT_EXPECT_EQ(test, l.unsignaled, 0U);
 
 	/* Interval 1 signals everything; the interval is clamped to size. */
-	kvmsg_sq_init(&sq, 4, 0);
-	KUNIT_EXPECT_TRUE(test, kvmsg_sq_post(&sq, false, false, &pos));
-	kvmsg_sq_init(&sq, 4, 100);
-	KUNIT_EXPECT_EQ(test, sq.interval, 4U);
+	kverbs_ledger_init(&l, 4, 0);
+	KUNIT_EXPECT_TRUE(test, kverbs_ledger_post(&l, false, &pos));
+	kverbs_ledger_init(&l, 4, 100);
+	KUNIT_EXPECT_EQ(test, l.interval, 4U);
 }
 
 /* A full send queue always has a signaled WR at its newest entry. */
-static void kvmsg_sq_full_is_signaled(struct kunit *test)
+static void kverbs_ledger_full_is_signaled(struct kunit *test)
 {
-	struct kvmsg_sq sq;
+	struct kverbs_ledger l;
 	u32 pos, i;
 	bool s = false;
 
-	kvmsg_sq_init(&sq, 4, 4);
+	kverbs_ledger_init(&l, 4, 4);
 	for (i = 0; i < 4; i++)
-		s = kvmsg_sq_post(&sq, false, false, &pos);
+		s = kverbs_ledger_post(&l, false, &pos);
 	KUNIT_EXPECT_TRUE(test, s);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_used(&sq), 4U);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos), 4U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 4U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos), 4U);
 }
 
-static void kvmsg_sq_reclaim_flush(struct kunit *test)
+static void kverbs_ledger_reclaim_flush(struct kunit *test)
 {
-	struct kvmsg_sq sq;
+	struct kverbs_ledger l;
 	u32 pos[6], i;
 
-	kvmsg_sq_init(&sq, 8, 8);
+	kverbs_ledger_init(&l, 8, 8);
 	for (i = 0; i < 6; i++)
-		kvmsg_sq_post(&sq, false, false, &pos[i]);
+		kverbs_ledger_post(&l, false, &pos[i]);
 	/* Signaled completion of WR 2 reclaims 0..2. */
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[2]), 3U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[2]), 3U);
 	/* Then flushes arrive one by one, unsignaled ones included. */
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[3]), 1U);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[4]), 1U);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[5]), 1U);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_used(&sq), 0U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[3]), 1U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[4]), 1U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[5]), 1U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 0U);
 	/* Stale or future positions reclaim nothing. */
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[1]), 0U);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_reclaim(&sq, pos[5] + 3), 0U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[1]), 0U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[5] + 3), 0U);
 	/* A failed post is undone exactly. */
-	kvmsg_sq_post(&sq, false, false, &pos[0]);
-	i = sq.unsignaled;
-	kvmsg_sq_post(&sq, false, false, &pos[1]);
-	kvmsg_sq_unpost(&sq, i);
-	KUNIT_EXPECT_EQ(test, kvmsg_sq_used(&sq), 1U);
-	KUNIT_EXPECT_EQ(test, sq.unsignaled, i);
+	kverbs_ledger_post(&l, false, &pos[0]);
+	i = l.unsignaled;
+	kverbs_ledger_post(&l, false, &pos[1]);
+	kverbs_ledger_unpost(&l, i);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 1U);
+	KUNIT_EXPECT_EQ(test, l.unsignaled, i);
+}
+
+/*
+ * The numbered budget of kverbs-pri.h: send WRs are the upper layer's,
+ * the operation slots and the drain WR; receive WRs are the upper layer's
+ * and the drain WR; one CQE per WR of both queues.
+ */
+static void kverbs_ep_budget_numbered(struct kunit *test)
+{
+	struct kverbs_ep_budget b;
+	u32 depth;
+
+	/* kvmsg at depth 16: 16 data buffers + 1 credit buffer, 16 receives */
+	kverbs_ep_budget(16, 17, 16, &b);
+	KUNIT_EXPECT_EQ(test, b.upper_send, 17);
+	KUNIT_EXPECT_EQ(test, b.nops, 16);
+	KUNIT_EXPECT_EQ(test, b.upper_recv, 16);
+	KUNIT_EXPECT_EQ(test, b.send_wr, 34U);
+	KUNIT_EXPECT_EQ(test, b.recv_wr, 17U);
+	KUNIT_EXPECT_EQ(test, b.cqes, 51U);
+
+	/* Upper sizes are taken as given, not derived from the depth. */
+	kverbs_ep_budget(16, 3, 5, &b);
+	KUNIT_EXPECT_EQ(test, b.send_wr, 3U + 16 + 1);
+	KUNIT_EXPECT_EQ(test, b.recv_wr, 5U + 1);
+	KUNIT_EXPECT_EQ(test, b.cqes, 3U + 16 + 1 + 5 + 1);
+
+	for (depth = KVERBS_CM_MIN_DEPTH; depth <= KVERBS_CM_MAX_DEPTH;
+	     depth++) {
+		kverbs_ep_budget(depth, depth + 1, depth, &b);
+		KUNIT_ASSERT_EQ_MSG(test, b.send_wr, 2 * depth + 2,
+				    "depth %u", depth);
+		KUNIT_ASSERT_EQ_MSG(test, b.recv_wr, depth + 1,
+				    "depth %u", depth);
+		KUNIT_ASSERT_EQ_MSG(test, b.cqes, b.send_wr + b.recv_wr,
+				    "depth %u", depth);
+		KUNIT_ASSERT_EQ_MSG(test, b.nops, depth, "depth %u", depth);
+	}
 }
 
 /*
@@ -454,13 +499,13 @@ static void kvmsg_hdr_good(struct kunit *test)
 
 	kvmsg_hdr_fill((void *)buf, KVMSG_TYPE_DATA, 3, 9, 32);
 	KUNIT_EXPECT_EQ(test, kvmsg_hdr_check(buf, sizeof(buf), 9, 64, &len,
-					     &cr, &type), KVMSG_WIRE_OK);
+					      &cr, &type), KVMSG_WIRE_OK);
 	KUNIT_EXPECT_EQ(test, len, 32U);
 	KUNIT_EXPECT_EQ(test, cr, 3);
 	KUNIT_EXPECT_EQ(test, type, KVMSG_TYPE_DATA);
 	kvmsg_hdr_fill((void *)buf, KVMSG_TYPE_CREDIT, 1, 10, 0);
 	KUNIT_EXPECT_EQ(test, kvmsg_hdr_check(buf, sizeof(struct kvmsg_hdr), 10,
-					     64, &len, &cr, &type),
+					      64, &len, &cr, &type),
 			KVMSG_WIRE_OK);
 }
 
@@ -547,10 +592,11 @@ static struct kunit_case kvmsg_cases[] = {
 	KUNIT_CASE(kvmsg_credit_no_deadlock),
 	KUNIT_CASE(kvmsg_credit_idle_quiet),
 	KUNIT_CASE(kvmsg_credit_oneway_kept),
-	KUNIT_CASE(kvmsg_sq_wrap),
-	KUNIT_CASE(kvmsg_sq_signal_interval),
-	KUNIT_CASE(kvmsg_sq_full_is_signaled),
-	KUNIT_CASE(kvmsg_sq_reclaim_flush),
+	KUNIT_CASE(kverbs_ledger_wrap),
+	KUNIT_CASE(kverbs_ledger_signal_interval),
+	KUNIT_CASE(kverbs_ledger_full_is_signaled),
+	KUNIT_CASE(kverbs_ledger_reclaim_flush),
+	KUNIT_CASE(kverbs_ep_budget_numbered),
 	KUNIT_CASE(kvmsg_defer_order),
 	KUNIT_CASE(kvmsg_hdr_good),
 	KUNIT_CASE(kvmsg_hdr_each_violation),

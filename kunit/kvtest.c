@@ -12,7 +12,7 @@
  * able to send from ->connected).  @keep: its handler runs in process
  * context, keeps the message, hands it to a work item that releases it,
  * and sleeps before returning, so the release races the return.  A HELLO
- * message is answered with the address and rkey of a registered region.
+ * message is answered with the kverbs_remote of a registered region.
  *
  * Client scenarios (insmod fails with the first error):
  *   echo       @count round trips, payload checked;
@@ -72,9 +72,8 @@ struct kvtest_msg {
 	u32 magic;
 	u32 type;
 	u32 seq;
-	u32 rkey;
-	u64 raddr;
-	u64 len;
+	u32 reserved;
+	struct kverbs_remote remote;	/* KVTEST_INFO: the server's region */
 };
 
 static struct kverbs_domain *kvtest_dom;
@@ -90,6 +89,11 @@ static int kvtest_send(struct kverbs_ep *ep, const struct kvtest_msg *m,
 		return PTR_ERR(b);
 	memcpy(kvmsg_buf_data(b), m, sizeof(*m));
 	return kvmsg_send(b, sizeof(*m), 0, NULL);
+}
+
+/* kvtest never sends with KVMSG_NOTIFY. */
+static void kvtest_send_done(struct kverbs_ep *ep, void *cookie, int status)
+{
 }
 
 /* ------------------------------------------------------------- server */
@@ -167,40 +171,40 @@ static void kvtest_keep_race(struct kvmsg_rx *rx)
 	usleep_range(5000, 6000);
 }
 
-static enum kvmsg_verdict kvtest_server_recv(struct kverbs_ep *ep,
-					    struct kvmsg_rx *rx,
-					    enum kvmsg_ctx ctx)
+static int kvtest_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			      enum kvmsg_ctx ctx)
 {
 	struct kvtest_mem *mem;
 	struct kvtest_msg m;
+	int ret;
 
 	if (kvmsg_rx_len(rx) != sizeof(m))
-		return KVMSG_DONE;
+		return 0;
 	memcpy(&m, kvmsg_rx_data(rx), sizeof(m));
-	if (m.type == KVTEST_HELLO || keep) {
-		if (ctx != KVMSG_CTX_PROCESS)
-			return KVMSG_DEFER;
-	}
+	/* Registering a region and @keep's handler sleep. */
+	if ((m.type == KVTEST_HELLO || keep) && ctx != KVMSG_CTX_PROCESS)
+		return -EAGAIN;
 	if (m.type == KVTEST_HELLO) {
 		mem = kverbs_ep_priv(ep);
 		if (!mem) {
 			mem = kvtest_mem_alloc(ep);
 			if (IS_ERR(mem)) {
 				pr_err("region: %ld\n", PTR_ERR(mem));
-				return KVMSG_DONE;
+				return 0;
 			}
 			kverbs_ep_set_priv(ep, mem);
 		}
 		m.type = KVTEST_INFO;
-		m.raddr = kverbs_region_addr(mem->region);
-		m.rkey = kverbs_region_rkey(mem->region);
-		m.len = kverbs_region_len(mem->region);
+		kverbs_region_remote(mem->region, &m.remote);
 	}
-	if (kvtest_send(ep, &m, ctx == KVMSG_CTX_PROCESS ? 0 : KVMSG_NOWAIT))
-		return ctx == KVMSG_CTX_PROCESS ? KVMSG_DONE : KVMSG_DEFER;
+	ret = kvtest_send(ep, &m, 0);
+	if (ret == -EAGAIN)
+		return ret;	/* no send buffer in softirq: echo from process */
+	if (ret)
+		return 0;	/* the endpoint is going down: no echo */
 	if (keep)
 		kvtest_keep_race(rx);
-	return KVMSG_DONE;
+	return 0;
 }
 
 static void kvtest_server_connected(struct kverbs_ep *ep)
@@ -211,7 +215,7 @@ static void kvtest_server_connected(struct kverbs_ep *ep)
 
 	if (!greet)
 		return;
-	ret = kvtest_send(ep, &m, KVMSG_NOWAIT);
+	ret = kvtest_send(ep, &m, KVERBS_NOWAIT);
 	if (ret)
 		pr_err("greeting to node %u: %d\n", kverbs_ep_peer_node(ep),
 		       ret);
@@ -225,8 +229,12 @@ static void kvtest_server_disconnected(struct kverbs_ep *ep, int err)
 
 static const struct kverbs_domain_ops kvtest_server_ops = {
 	.connected = kvtest_server_connected,
-	.recv = kvtest_server_recv,
 	.disconnected = kvtest_server_disconnected,
+};
+
+static const struct kvmsg_ops kvtest_server_msg = {
+	.recv = kvtest_server_recv,
+	.send_done = kvtest_send_done,
 };
 
 static int kvtest_parse(const char *s, struct sockaddr_storage *ss)
@@ -238,9 +246,9 @@ static int kvtest_parse(const char *s, struct sockaddr_storage *ss)
 static int kvtest_server(void)
 {
 	struct kverbs_domain_attr attr = {
-		.ops = &kvtest_server_ops, .name = "kvtest-server",
-		.node_id = node_id, .depth = depth, .max_msg = 256,
-		.max_eps = 8, .rnr_retry = 0,
+		.ops = &kvtest_server_ops, .msg = &kvtest_server_msg,
+		.name = "kvtest-server", .node_id = node_id, .depth = depth,
+		.max_msg = 256, .max_eps = 8,
 	};
 	struct sockaddr_storage ss = {};
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
@@ -279,24 +287,23 @@ struct kvtest_client {
 	bool down;		/* ->disconnected ran: no reply will come */
 };
 
-static enum kvmsg_verdict kvtest_client_recv(struct kverbs_ep *ep,
-					    struct kvmsg_rx *rx,
-					    enum kvmsg_ctx ctx)
+static int kvtest_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			      enum kvmsg_ctx ctx)
 {
-	/* Not the ep's priv: a message may arrive before connect returns. */
-	struct kvtest_client *c = kverbs_domain_priv(kvtest_dom);
+	/* Set by kverbs_ep_connect() before any callback for @ep. */
+	struct kvtest_client *c = kverbs_ep_priv(ep);
 
 	if (!c || kvmsg_rx_len(rx) != sizeof(c->msg))
-		return KVMSG_DONE;
+		return 0;
 	memcpy(&c->msg, kvmsg_rx_data(rx), sizeof(c->msg));
 	c->received++;
 	complete(&c->reply);
-	return KVMSG_DONE;
+	return 0;
 }
 
 static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
 {
-	struct kvtest_client *c = kverbs_domain_priv(kvtest_dom);
+	struct kvtest_client *c = kverbs_ep_priv(ep);
 
 	if (!c)
 		return;
@@ -305,8 +312,12 @@ static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
 }
 
 static const struct kverbs_domain_ops kvtest_client_ops = {
-	.recv = kvtest_client_recv,
 	.disconnected = kvtest_client_disconnected,
+};
+
+static const struct kvmsg_ops kvtest_client_msg = {
+	.recv = kvtest_client_recv,
+	.send_done = kvtest_send_done,
 };
 
 static int kvtest_wait(struct kvtest_client *c, u32 type, u32 seq)
@@ -342,7 +353,7 @@ static struct kverbs_ep *kvtest_connect(struct kvtest_client *c,
 	init_completion(&c->reply);
 	c->received = 0;
 	c->down = false;
-	return kverbs_ep_connect(kvtest_dom, (struct sockaddr *)dst, 10000);
+	return kverbs_ep_connect(kvtest_dom, (struct sockaddr *)dst, 10000, c);
 }
 
 static int kvtest_echo(struct kverbs_ep *ep, struct kvtest_client *c, u32 n)
@@ -368,13 +379,13 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 	struct page *pages[KVTEST_PAGES] = {};
 	struct kverbs_region *local;
 	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
-	u32 len = KVTEST_PAGES * PAGE_SIZE;
+	struct kverbs_rdma_op op = { .len = KVTEST_PAGES * PAGE_SIZE };
 	int i, ret;
 
 	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
 	if (ret)
 		return ret;
-	if (c->msg.len < len)
+	if (kverbs_remote_slice(&c->msg.remote, 0, op.len, &op.remote))
 		return -EPROTO;
 	for (i = 0; i < KVTEST_PAGES; i++) {
 		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
@@ -388,10 +399,9 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 		ret = PTR_ERR(local);
 		goto out_pages;
 	}
+	op.local = local;
 	for (i = 0; i < depth; i++) {
-		ret = kverbs_rdma_write(ep, local, 0, c->msg.raddr,
-					c->msg.rkey, len, NULL, NULL,
-					KVMSG_NOWAIT);
+		ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
 		if (ret) {
 			pr_err("RDMA write %d of %u: %d\n", i + 1, depth, ret);
 			goto out;
@@ -399,7 +409,7 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 	}
 	for (i = 0; i < depth; i++) {
 		m.seq = i;
-		ret = kvtest_send(ep, &m, KVMSG_NOWAIT);
+		ret = kvtest_send(ep, &m, KVERBS_NOWAIT);
 		if (ret) {
 			pr_err("send %d of %u after %u writes: %d\n", i + 1,
 			       depth, depth, ret);
@@ -421,9 +431,9 @@ static int kvtest_client(void)
 {
 	static struct kvtest_client c;
 	struct kverbs_domain_attr attr = {
-		.ops = &kvtest_client_ops, .name = "kvtest-client", .priv = &c,
-		.node_id = node_id, .depth = depth, .max_msg = 256,
-		.max_eps = 1, .rnr_retry = 0,
+		.ops = &kvtest_client_ops, .msg = &kvtest_client_msg,
+		.name = "kvtest-client", .node_id = node_id, .depth = depth,
+		.max_msg = 256, .max_eps = 1,
 	};
 	struct sockaddr_storage dst;
 	struct kverbs_ep *ep;

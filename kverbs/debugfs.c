@@ -11,41 +11,28 @@
 static struct dentry *kverbs_debugfs_root;
 static atomic_t kverbs_debugfs_seq = ATOMIC_INIT(0);
 
-static const char * const kverbs_ep_state_names[] = {
-	[KVERBS_EP_IDLE] = "idle",
-	[KVERBS_EP_CONNECTING] = "connecting",
-	[KVERBS_EP_CONNECTED] = "connected",
-	[KVERBS_EP_CLOSING] = "closing",
-	[KVERBS_EP_CLOSED] = "closed",
-};
-
-/* One line per endpoint; counters are read without the lock. */
+/*
+ * One line per endpoint: kverbs' part, then the upper layer's.  Counters
+ * are plain values under ep->lock, read under it.
+ */
 static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 {
-	struct kvmsg_stats *st = &ep->msg.stats;
-	u32 avail, ungranted, inflight, kept;
+	u32 inflight, nfree;
+	u64 signaled, ops;
 
 	spin_lock_bh(&ep->lock);
-	avail = ep->msg.credit.avail;
-	ungranted = ep->msg.credit.ungranted;
-	inflight = kvmsg_sq_used(&ep->msg.sq);
-	kept = ep->msg.kept;
+	inflight = kverbs_ledger_used(&ep->sq.ledger);
+	nfree = ep->sq.op_nfree;
+	signaled = ep->sq.signaled;
+	ops = ep->sq.ops_posted;
 	spin_unlock_bh(&ep->lock);
 
-	seq_printf(m, "ep peer_node %u peer %pISpc state %s", ep->peer_node,
-		   &ep->peer_addr, kverbs_ep_state_names[READ_ONCE(ep->state)]);
-	seq_printf(m, " sent %lld received %lld signaled %lld reclaimed %lld inflight %u",
-		   atomic64_read(&st->sent), atomic64_read(&st->received),
-		   atomic64_read(&st->signaled), atomic64_read(&st->reclaimed),
-		   inflight);
-	seq_printf(m, " credits %u ungranted %u granted %lld credit_msgs %lld stalls %lld",
-		   avail, ungranted, atomic64_read(&st->credits_granted),
-		   atomic64_read(&st->credit_msgs), atomic64_read(&st->stalls));
-	seq_printf(m, " deferrals %lld polled %lld kept %u proto_errors %lld errors %lld dropped %lld mem=%zu\n",
-		   atomic64_read(&st->deferrals), atomic64_read(&st->polled),
-		   kept, atomic64_read(&st->proto_errors),
-		   atomic64_read(&ep->stat_errors),
-		   atomic64_read(&st->dropped), kvmsg_ep_mem(ep));
+	seq_printf(m, "ep %u qpn %u peer_node %u peer %pISpc state %s inflight %u signaled %llu ops %llu ops_free %u errors %lld",
+		   ep->id, kverbs_ep_qpn(ep), ep->peer_node, &ep->peer_addr,
+		   kverbs_ep_state_str(READ_ONCE(ep->state)), inflight,
+		   signaled, ops, nfree, atomic64_read(&ep->stat_errors));
+	kverbs_upper->show_ep(m, ep);
+	seq_putc(m, '\n');
 }
 
 static int kverbs_endpoints_show(struct seq_file *m, void *v)
@@ -55,12 +42,12 @@ static int kverbs_endpoints_show(struct seq_file *m, void *v)
 	struct kverbs_ep *ep;
 
 	mutex_lock(&dom->lock);
-	seq_printf(m, "domain %s node %u device %s cq %u/%u closed_sent %lld closed_reclaimed %lld\n",
+	seq_printf(m, "domain %s node %u device %s cq %u/%u",
 		   dom->name, dom->node_id,
 		   dom->kdev ? dev_name(&dom->kdev->ibdev->dev) : "-",
-		   dom->cq_used, dom->cq_bound,
-		   atomic64_read(&dom->closed_sent),
-		   atomic64_read(&dom->closed_reclaimed));
+		   dom->cq_used, dom->cq_bound);
+	kverbs_upper->show_domain(m, dom);
+	seq_putc(m, '\n');
 	list_for_each_entry(l, &dom->listeners, dom_node)
 		seq_printf(m, "listener %pISpc %s\n", &l->addr,
 			   kverbs_listener_state_str(l));

@@ -13,6 +13,21 @@
 
 #include "kverbs-pri.h"
 
+/*
+ * The last reference may go in softirq (a kept receive released, a send
+ * reclaimed) or in a work item of the domain's own workqueue (a teardown),
+ * where destroy_workqueue() must not run: free from kverbs_wq instead,
+ * which module exit drains.
+ */
+static void kverbs_domain_free_work(struct work_struct *work)
+{
+	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
+						 free_work);
+
+	destroy_workqueue(dom->wq);
+	kfree(dom);
+}
+
 static void kverbs_domain_release(struct kref *ref)
 {
 	struct kverbs_domain *dom = container_of(ref, struct kverbs_domain,
@@ -20,8 +35,8 @@ static void kverbs_domain_release(struct kref *ref)
 
 	WARN_ON(dom->kdev);
 	WARN_ON(!list_empty(&dom->eps));
-	destroy_workqueue(dom->wq);
-	kfree(dom);
+	INIT_WORK(&dom->free_work, kverbs_domain_free_work);
+	queue_work(kverbs_wq, &dom->free_work);
 }
 
 void kverbs_domain_get(struct kverbs_domain *dom)
@@ -39,21 +54,21 @@ void kverbs_domain_put(struct kverbs_domain *dom)
  * @attr: parameters, copied
  *
  * Context: process; may sleep.
- * Return: the domain, or ERR_PTR(-EINVAL) for a missing callback or an
- * out-of-bounds parameter, ERR_PTR(-ENOMEM).
+ * Return: the domain, or ERR_PTR(-EINVAL) for a missing callback (both
+ * message callbacks are required) or an out-of-bounds parameter,
+ * ERR_PTR(-ENOMEM).
  */
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr)
 {
 	struct kverbs_domain *dom;
+	int ret;
 
 	might_sleep();
-	if (!attr || !attr->ops || !attr->ops->recv || !attr->node_id ||
+	if (!attr || !attr->node_id ||
 	    attr->depth < KVERBS_CM_MIN_DEPTH ||
 	    attr->depth > KVERBS_CM_MAX_DEPTH ||
 	    attr->max_msg < KVERBS_CM_MIN_MSG ||
-	    attr->max_msg > KVERBS_CM_MAX_MSG ||
-	    !attr->max_eps || attr->rnr_retry > 7 ||
-	    attr->signal_interval > attr->depth)
+	    attr->max_msg > KVERBS_CM_MAX_MSG || !attr->max_eps)
 		return ERR_PTR(-EINVAL);
 
 	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
@@ -72,14 +87,16 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->node_id = attr->node_id;
 	dom->depth = attr->depth;
 	dom->max_msg = attr->max_msg;
-	dom->rnr_retry = attr->rnr_retry;
-	dom->signal_interval = attr->signal_interval;
-	kverbs_ep_budget(attr->depth, &dom->budget);
-	dom->cq_size = attr->max_eps * dom->budget.cqes;
-	INIT_WORK(&dom->defer_work, kvmsg_defer_work);
-	spin_lock_init(&dom->defer_lock);
-	INIT_LIST_HEAD(&dom->defer_list);
 	spin_lock_init(&dom->poll_lock);
+
+	ret = kverbs_upper->domain_init(dom, attr, &dom->budget);
+	if (ret) {
+		kfree(dom);
+		return ERR_PTR(ret);
+	}
+	kverbs_ep_budget(attr->depth, dom->budget.upper_send,
+			 dom->budget.upper_recv, &dom->budget);
+	dom->cq_size = attr->max_eps * dom->budget.cqes;
 
 	/*
 	 * Per-domain, not global: one domain's teardown or deferred work
@@ -139,10 +156,11 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	if (b->send_wr > ibdev->attrs.max_qp_wr ||
 	    b->recv_wr > ibdev->attrs.max_qp_wr ||
 	    b->cqes > ibdev->attrs.max_cqe) {
-		pr_warn("domain %s: depth %u needs %u/%u WRs and %u CQEs, %s allows %d WRs and %d CQEs\n",
-			dom->name, dom->depth, b->send_wr, b->recv_wr, b->cqes,
-			dev_name(&ibdev->dev), ibdev->attrs.max_qp_wr,
-			ibdev->attrs.max_cqe);
+		kverbs_dom_log(warn, dom,
+			       "depth %u needs %u/%u WRs and %u CQEs, %s allows %d WRs and %d CQEs\n",
+			       dom->depth, b->send_wr, b->recv_wr, b->cqes,
+			       dev_name(&ibdev->dev), ibdev->attrs.max_qp_wr,
+			       ibdev->attrs.max_cqe);
 		ret = -EINVAL;
 		goto out_put;
 	}
@@ -167,7 +185,7 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	spin_lock_bh(&dom->poll_lock);
 	dom->poll_cq = dom->cq;
 	spin_unlock_bh(&dom->poll_lock);
-	pr_info("domain %s bound to %s\n", dom->name, dev_name(&ibdev->dev));
+	kverbs_dom_log(info, dom, "bound to %s\n", dev_name(&ibdev->dev));
 	return 0;
 
 out_cq:
@@ -209,7 +227,7 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 	dom->unbinding = true;
 	list_for_each_entry(ep, &dom->eps, dom_node)
 		if (ep->cq_reserved)
-			kverbs_ep_schedule_teardown(ep, -ENODEV);
+			kverbs_ep_fail(ep, -ENODEV);
 	mutex_unlock(&dom->lock);
 
 	/* Teardown runs on dom->wq; once flushed, no endpoint uses the CQ. */
@@ -231,8 +249,8 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 	mutex_unlock(&dom->lock);
 
 	kverbs_device_detach_domain(kdev, dom);
-	pr_info("domain %s unbound from %s\n", dom->name,
-		dev_name(&kdev->ibdev->dev));
+	kverbs_dom_log(info, dom, "unbound from %s\n",
+		       dev_name(&kdev->ibdev->dev));
 	kverbs_device_put(kdev);
 out:
 	mutex_unlock(&dom->unbind_lock);
@@ -267,7 +285,7 @@ void kverbs_domain_destroy(struct kverbs_domain *dom)
 
 	mutex_lock(&dom->lock);
 	list_for_each_entry(ep, &dom->eps, dom_node)
-		kverbs_ep_schedule_teardown(ep, -ESHUTDOWN);
+		kverbs_ep_fail(ep, -ESHUTDOWN);
 	mutex_unlock(&dom->lock);
 	flush_workqueue(dom->wq);
 

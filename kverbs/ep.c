@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * RC endpoints over rdma_cm: connect, accept, and teardown.  Listeners
- * are in listen.c.
+ * RC endpoints: life cycle, the state machine, teardown and accessors.
+ * The rdma_cm side (connect, accept, the QP) is in connect.c.
  *
  * Teardown order (one function, run once, always on the domain workqueue):
  * state -> CLOSING under ep->lock (no new posts) -> rdma_disconnect ->
  * ib_drain_qp (every posted WR, signaled or not, has completed or flushed)
- * -> destroy QP -> free buffers -> rdma_destroy_id (waits for a running
- * CM handler) -> leave the domain -> @disconnected callback.
+ * -> reclaim the ledger's tail -> upper ->stop -> destroy QP, unmap
+ * buffers -> rdma_destroy_id (waits for a running CM handler) -> leave the
+ * domain -> @disconnected callback.
  *
  * Sizing: kverbs_ep_budget(), the one place that sizes the queues.
  */
@@ -17,32 +18,81 @@
 
 /**
  * kverbs_ep_budget - the queue sizes of an endpoint
- * @depth: the domain's depth
+ * @depth: the domain's depth: operation slots
+ * @upper_send: send WRs the layer above may have outstanding
+ * @upper_recv: receives the layer above posts
  * @b: output
  *
  * See struct kverbs_ep_budget for the numbered budget.
  *
  * Context: any.
  */
-void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b)
+void kverbs_ep_budget(u16 depth, u16 upper_send, u16 upper_recv,
+		      struct kverbs_ep_budget *b)
 {
-	b->ntx = depth + 1;
+	b->upper_send = upper_send;
 	b->nops = depth;
-	b->nrx = depth;
-	b->send_wr = b->ntx + b->nops + 1;
-	b->recv_wr = b->nrx + 1;
+	b->upper_recv = upper_recv;
+	b->send_wr = b->upper_send + b->nops + 1;
+	b->recv_wr = b->upper_recv + 1;
 	b->cqes = b->send_wr + b->recv_wr;
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_ep_budget);
+
+static const char * const kverbs_ep_state_names[] = {
+	[KVERBS_EP_CONNECTING] = "connecting",
+	[KVERBS_EP_CONNECTED] = "connected",
+	[KVERBS_EP_CLOSING] = "closing",
+	[KVERBS_EP_CLOSED] = "closed",
+};
+
+const char *kverbs_ep_state_str(enum kverbs_ep_state s)
+{
+	return s < KVERBS_EP_NR_STATES ? kverbs_ep_state_names[s] : "?";
+}
+
+/* kverbs_ep_transitions[from] has bit @to set if from -> to is allowed. */
+static const u8 kverbs_ep_transitions[KVERBS_EP_NR_STATES] = {
+	[KVERBS_EP_CONNECTING] = BIT(KVERBS_EP_CONNECTED) |
+				 BIT(KVERBS_EP_CLOSING),
+	[KVERBS_EP_CONNECTED] = BIT(KVERBS_EP_CLOSING),
+	[KVERBS_EP_CLOSING] = BIT(KVERBS_EP_CLOSED),
+	[KVERBS_EP_CLOSED] = 0,
+};
+
+/**
+ * kverbs_ep_change_state - move an endpoint to @to if the table allows it
+ * @ep: endpoint
+ * @to: new state
+ *
+ * Context: any, ep->lock held.
+ * Return: true if the state changed.
+ */
+bool kverbs_ep_change_state(struct kverbs_ep *ep, enum kverbs_ep_state to)
+{
+	enum kverbs_ep_state from = ep->state;
+
+	lockdep_assert_held(&ep->lock);
+	if (!(kverbs_ep_transitions[from] & BIT(to)))
+		return false;
+	WRITE_ONCE(ep->state, to);
+	return true;
+}
 
 static void kverbs_ep_release(struct kref *ref)
 {
 	struct kverbs_ep *ep = container_of(ref, struct kverbs_ep, ref);
 
 	WARN_ON(ep->qp || ep->cm_id);
-	kvmsg_ep_free(ep);
+	kverbs_upper->free(ep);
+	kverbs_sq_free(ep);
 	kverbs_domain_put(ep->dom);
 	kfree(ep);
+}
+
+void kverbs_ep_get(struct kverbs_ep *ep)
+{
+	kref_get(&ep->ref);
 }
 
 void kverbs_ep_put(struct kverbs_ep *ep)
@@ -65,7 +115,8 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	init_completion(&ep->done_connecting);
 	init_completion(&ep->cm_settled);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
-	kvmsg_ep_init(ep);
+	INIT_LIST_HEAD(&ep->sq.op_free);
+	init_waitqueue_head(&ep->sq.wait);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
 
@@ -75,6 +126,7 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 		kfree(ep);
 		return ERR_PTR(-ESHUTDOWN);
 	}
+	ep->id = ++dom->next_ep_id;
 	kverbs_domain_get(dom);
 	list_add_tail(&ep->dom_node, &dom->eps);
 	mutex_unlock(&dom->lock);
@@ -82,21 +134,22 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 }
 
 /**
- * kverbs_ep_schedule_teardown - queue the endpoint's teardown
+ * kverbs_ep_fail - tear the endpoint down
  * @ep: endpoint
  * @err: reason reported to @disconnected; the first non-zero one sticks
  *
- * The queued work holds a reference, so @ep stays valid until it ran even
- * when it is queued again while running.
+ * The one way the layer above, a completion or a CM event ends an
+ * endpoint.  The queued work holds a reference, so @ep stays valid until
+ * it ran even when it is queued again while running.
  *
- * Context: any.
+ * Context: any (QP events may call it in hard interrupt context).
  */
-void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
+void kverbs_ep_fail(struct kverbs_ep *ep, int err)
 {
 	/* No ep->lock: QP events may come in hard interrupt context. */
 	cmpxchg(&ep->error, 0, err);
 
-	kref_get(&ep->ref);
+	kverbs_ep_get(ep);
 	if (!queue_work(ep->dom->wq, &ep->teardown_work))
 		kverbs_ep_put(ep);
 }
@@ -106,7 +159,7 @@ void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err)
  * connected: the drain guarantees that no completion for it is left in the
  * shared CQ.  Called with dom->lock held, so the domain is still bound.
  */
-static void kverbs_ep_release_qp(struct kverbs_ep *ep)
+void kverbs_ep_release_qp(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 
@@ -115,124 +168,31 @@ static void kverbs_ep_release_qp(struct kverbs_ep *ep)
 		rdma_destroy_qp(ep->cm_id);
 		ep->qp = NULL;
 	}
-	kvmsg_ep_unmap(ep);
+	kverbs_upper->release(ep);
 	if (ep->cq_reserved) {
 		dom->cq_used -= dom->budget.cqes;
 		ep->cq_reserved = false;
 	}
 }
 
-static void kverbs_qp_event(struct ib_event *ev, void *ctx)
-{
-	struct kverbs_ep *ep = ctx;
-
-	switch (ev->event) {
-	case IB_EVENT_COMM_EST:
-	case IB_EVENT_SQ_DRAINED:
-	case IB_EVENT_QP_LAST_WQE_REACHED:
-		break;
-	default:
-		pr_err_ratelimited("%s: QP event %s (%d), peer node %u\n",
-				   ep->dom->name, ib_event_msg(ev->event),
-				   ev->event, ep->peer_node);
-		kverbs_ep_schedule_teardown(ep, -EIO);
-	}
-}
-
-/*
- * Bind the domain to the cm_id's device, create the QP and post the
- * receive ring.  Done under dom->lock so that unbind either sees the
- * endpoint's CQ reservation or the endpoint sees the domain gone; and only
- * while CONNECTING, so nothing is created once teardown has started.
+/**
+ * kverbs_ep_connected - the endpoint is usable: tell both layers
+ * @ep: endpoint whose peer announcement is known
+ *
+ * The upper layer opens its window in the same critical section as the
+ * state change, so nothing sees CONNECTED without it.
+ *
+ * Context: process (the endpoint's CM handler).
  */
-int kverbs_ep_setup_qp(struct kverbs_ep *ep)
-{
-	struct kverbs_domain *dom = ep->dom;
-	struct ib_qp_init_attr init = {};
-	const struct kverbs_ep_budget *b = &dom->budget;
-	int ret;
-
-	mutex_lock(&dom->lock);
-	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTING) {
-		ret = -ECONNABORTED;
-		goto out;
-	}
-	ret = kverbs_domain_bind(dom, ep->cm_id->device);
-	if (ret)
-		goto out;
-	if (dom->cq_used + b->cqes > dom->cq_bound) {
-		ret = -ENOSPC;
-		goto out;
-	}
-	dom->cq_used += b->cqes;
-	ep->cq_reserved = true;
-
-	ret = kvmsg_ep_setup(ep);
-	if (ret)
-		goto fail;
-
-	init.event_handler = kverbs_qp_event;
-	init.qp_context = ep;
-	init.send_cq = dom->cq;
-	init.recv_cq = dom->cq;
-	init.cap.max_send_wr = b->send_wr;
-	init.cap.max_recv_wr = b->recv_wr;
-	init.cap.max_send_sge = 1;
-	init.cap.max_recv_sge = 1;
-	init.sq_sig_type = IB_SIGNAL_REQ_WR;
-	init.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(ep->cm_id, dom->pd, &init);
-	if (ret)
-		goto fail;
-	ep->qp = ep->cm_id->qp;
-
-	ret = kvmsg_ep_post_ring(ep);
-	if (ret)
-		goto fail;
-	mutex_unlock(&dom->lock);
-	return 0;
-
-fail:
-	/* Nothing connected yet, but receives may be posted: drain first. */
-	if (ep->qp)
-		ib_drain_qp(ep->qp);
-	kverbs_ep_release_qp(ep);
-out:
-	mutex_unlock(&dom->lock);
-	return ret;
-}
-
-static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
-			      struct rdma_conn_param *param)
-{
-	struct kverbs_domain *dom = ep->dom;
-	struct ib_device_attr *attrs = &ep->cm_id->device->attrs;
-
-	kverbs_cm_priv_fill(priv, dom->node_id, dom->depth, dom->max_msg);
-	memset(param, 0, sizeof(*param));
-	param->private_data = priv;
-	param->private_data_len = sizeof(*priv);
-	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
-	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
-	param->retry_count = 7;
-	param->rnr_retry_count = dom->rnr_retry;
-}
-
-static void kverbs_ep_connected(struct kverbs_ep *ep)
+void kverbs_ep_connected(struct kverbs_ep *ep)
 {
 	bool ok;
 
 	spin_lock_bh(&ep->lock);
-	ok = ep->state == KVERBS_EP_CONNECTING;
+	ok = kverbs_ep_change_state(ep, KVERBS_EP_CONNECTED);
 	if (ok) {
-		kvmsg_ep_connected(ep);
-		ep->state = KVERBS_EP_CONNECTED;
+		kverbs_upper->connected(ep);
 		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
-		/*
-		 * Until @connected returned, arrivals queue on the backlog:
-		 * no ->recv() runs before or during ->connected().
-		 */
-		ep->msg.backlog.busy = true;
 	}
 	spin_unlock_bh(&ep->lock);
 	if (!ok)
@@ -241,154 +201,10 @@ static void kverbs_ep_connected(struct kverbs_ep *ep)
 	 * Teardown calls @disconnected only after rdma_destroy_id, which waits
 	 * for this CM handler: @connected always returns first.
 	 */
-	if (ep->dom->ops->connected)
+	if (ep->dom->ops && ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
-	/* Dispatch what waited; the work marks the backlog idle when empty. */
-	kvmsg_schedule_defer(ep);
-}
-
-/**
- * kverbs_ep_accept - accept the connection of a passive endpoint
- * @ep: endpoint whose QP is set up, in its CM handler
- *
- * ->connected means "sends work now": rdma_accept() moves an IB or RoCE
- * QP to RTS before it returns, an iWARP QP reaches RTS only with
- * ESTABLISHED.  Messages that arrive in between wait for ->connected on
- * the backlog, as on the active side.
- *
- * Context: process (CM handler of @ep's id).
- */
-void kverbs_ep_accept(struct kverbs_ep *ep)
-{
-	struct rdma_cm_id *id = ep->cm_id;
-	struct rdma_conn_param param;
-	struct kverbs_cm_priv priv;
-	int ret;
-
-	kverbs_conn_param(ep, &priv, &param);
-	ret = rdma_accept(id, &param);
-	if (ret) {
-		pr_warn_ratelimited("%s: accept of node %u from %pISpc failed: %d\n",
-				    ep->dom->name, ep->peer_node, &ep->peer_addr,
-				    ret);
-		kverbs_ep_schedule_teardown(ep, ret);
-		return;
-	}
-	set_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags);
-	if (!rdma_protocol_iwarp(id->device, id->port_num))
-		kverbs_ep_connected(ep);
-}
-
-/* Active side: the server's accept carries its announcement. */
-static void kverbs_ep_established_active(struct kverbs_ep *ep,
-					 struct rdma_cm_event *ev)
-{
-	enum kverbs_cm_reason reason;
-
-	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
-				      ev->param.conn.private_data_len,
-				      &ep->peer_node, &ep->peer_depth,
-				      &ep->peer_max_msg);
-	if (reason != KVERBS_CM_OK) {
-		pr_warn_ratelimited("%s: peer %pISpc accepted with bad parameters: %s\n",
-				    ep->dom->name, &ep->peer_addr,
-				    kverbs_cm_reason_str(reason));
-		kverbs_ep_schedule_teardown(ep, -EPROTO);
-		return;
-	}
-	kverbs_ep_connected(ep);
-}
-
-static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
-			       struct rdma_cm_event *ev)
-{
-	enum kverbs_cm_reason reason = KVERBS_CM_REASON_MAX;
-	const void *data;
-	u8 len = 0;
-
-	data = rdma_consumer_reject_data(id, ev, &len);
-	if (data)
-		reason = kverbs_cm_rej_parse(data, len);
-	pr_warn_ratelimited("%s: connection to %pISpc refused: %s (cm status %d)\n",
-			    ep->dom->name, &ep->peer_addr,
-			    kverbs_cm_reason_str(reason), ev->status);
-	kverbs_ep_schedule_teardown(ep, -ECONNREFUSED);
-}
-
-static void kverbs_ep_route_resolved(struct kverbs_ep *ep,
-				     struct rdma_cm_id *id)
-{
-	struct rdma_conn_param param;
-	struct kverbs_cm_priv priv;
-	int ret;
-
-	ret = kverbs_ep_setup_qp(ep);
-	if (!ret) {
-		kverbs_conn_param(ep, &priv, &param);
-		ret = rdma_connect_locked(id, &param);
-	}
-	if (ret) {
-		pr_warn_ratelimited("%s: connect to %pISpc failed: %d\n",
-				    ep->dom->name, &ep->peer_addr, ret);
-		kverbs_ep_schedule_teardown(ep, ret);
-	}
-}
-
-/*
- * The rdma_cm event handler of every endpoint's cm_id: active ids from
- * their creation, accepted ones from the CONNECT_REQUEST that made them
- * (kverbs/listen.c switches the child id over).  Context: process
- * (rdma_cm work), under the id's handler mutex.  Never destroys its own
- * id.
- */
-int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
-{
-	struct kverbs_ep *ep = id->context;
-	int ret;
-
-	/* Any event after our REP ends the handshake (see teardown). */
-	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
-		complete_all(&ep->cm_settled);
-
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		ret = rdma_resolve_route(id, KVERBS_CM_TIMEOUT_MS);
-		if (ret)
-			kverbs_ep_schedule_teardown(ep, ret);
-		break;
-	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		kverbs_ep_route_resolved(ep, id);
-		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
-			kverbs_ep_established_active(ep, ev);
-		else	/* iWARP: only now is the QP in RTS */
-			kverbs_ep_connected(ep);
-		break;
-	case RDMA_CM_EVENT_REJECTED:
-		kverbs_ep_rejected(ep, id, ev);
-		break;
-	case RDMA_CM_EVENT_ADDR_ERROR:
-	case RDMA_CM_EVENT_ROUTE_ERROR:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-	case RDMA_CM_EVENT_UNREACHABLE:
-		pr_warn_ratelimited("%s: %pISpc: %s (status %d)\n",
-				    ep->dom->name, &ep->peer_addr,
-				    rdma_event_msg(ev->event), ev->status);
-		kverbs_ep_schedule_teardown(ep, ev->status < 0 ? ev->status :
-					    -EHOSTUNREACH);
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-		kverbs_ep_schedule_teardown(ep, -ECONNRESET);
-		break;
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		kverbs_ep_schedule_teardown(ep, -ENODEV);
-		break;
-	default:
-		break;
-	}
-	return 0;
+	kverbs_upper->opened(ep);
 }
 
 static void kverbs_ep_teardown(struct kverbs_ep *ep)
@@ -399,10 +215,10 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 
 	spin_lock_bh(&ep->lock);
 	was = ep->state;
-	ep->state = KVERBS_EP_CLOSING;
+	kverbs_ep_change_state(ep, KVERBS_EP_CLOSING);
 	spin_unlock_bh(&ep->lock);
-	/* Reservers sleeping for a buffer must see CLOSING, not wait on. */
-	wake_up_all(&ep->msg.tx_wait);
+	/* Tasks sleeping for a slot must see CLOSING, not wait on. */
+	wake_up_all(&ep->sq.wait);
 
 	/* A handler creating the QP holds dom->lock: wait for it, then look. */
 	mutex_lock(&dom->lock);
@@ -424,7 +240,8 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 		rdma_disconnect(ep->cm_id);
 	if (qp)
 		ib_drain_qp(qp);
-	kvmsg_ep_stop(ep);
+	kverbs_sq_reclaim_tail(ep);
+	kverbs_upper->stop(ep);
 
 	mutex_lock(&dom->lock);
 	kverbs_ep_release_qp(ep);
@@ -440,7 +257,7 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	mutex_unlock(&dom->lock);
 
 	spin_lock_bh(&ep->lock);
-	ep->state = KVERBS_EP_CLOSED;
+	kverbs_ep_change_state(ep, KVERBS_EP_CLOSED);
 	if (!ep->error)
 		ep->error = -ENOTCONN;
 	spin_unlock_bh(&ep->lock);
@@ -464,86 +281,36 @@ static void kverbs_ep_teardown_work(struct work_struct *work)
 }
 
 /**
- * kverbs_ep_connect - connect to a kverbs peer
- * @dom: domain of the new endpoint
- * @dst: peer address with port (IPv4 or IPv6)
- * @timeout_ms: bound on address/route resolution and connection
- *
- * Context: process; sleeps (killable) until connected, refused or timed out.
- * Return: a connected endpoint, to be released with kverbs_ep_close(), or
- * ERR_PTR: -ECONNREFUSED (the peer refused; the reason is logged),
- * -ETIMEDOUT, -EINTR (fatal signal), -EPROTO (malformed accept), -EXDEV
- * (route to a device other than the domain's), -ENOSPC (domain full),
- * -ESHUTDOWN (domain being destroyed), -EINVAL, or an rdma_cm error.
- */
-struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
-				    const struct sockaddr *dst,
-				    unsigned int timeout_ms)
-{
-	struct rdma_cm_id *id;
-	struct kverbs_ep *ep;
-	long left;
-	int ret;
-
-	might_sleep();
-	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
-		return ERR_PTR(-EINVAL);
-
-	ep = kverbs_ep_alloc(dom);
-	if (IS_ERR(ep))
-		return ep;
-	kref_get(&ep->ref);	/* the caller's */
-	memcpy(&ep->peer_addr, dst, dst->sa_family == AF_INET ?
-	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
-
-	id = rdma_create_id(&init_net, kverbs_cm_handler, ep, RDMA_PS_TCP,
-			    IB_QPT_RC);
-	if (IS_ERR(id)) {
-		ret = PTR_ERR(id);
-		goto fail;
-	}
-	ep->cm_id = id;
-	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&ep->peer_addr,
-				min(timeout_ms, KVERBS_CM_TIMEOUT_MS));
-	if (ret)
-		goto fail;
-
-	left = wait_for_completion_killable_timeout(&ep->done_connecting,
-						    msecs_to_jiffies(timeout_ms));
-	if (left <= 0) {
-		ret = left ? -EINTR : -ETIMEDOUT;
-		goto fail;
-	}
-	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
-		return ep;
-	ret = READ_ONCE(ep->error) ?: -ENOTCONN;
-fail:
-	kverbs_ep_schedule_teardown(ep, ret);
-	kverbs_ep_close(ep);
-	return ERR_PTR(ret);
-}
-EXPORT_SYMBOL_NS_GPL(kverbs_ep_connect, KVERBS_NS);
-
-/**
  * kverbs_ep_close - disconnect and release an endpoint from kverbs_ep_connect()
  * @ep: endpoint
  *
  * Waits for the teardown, including the @disconnected callback if the
  * endpoint had connected.  Every buffer is reclaimed when this returns.
+ * An accepted endpoint belongs to the domain, not to the caller: closing
+ * one is refused (and warned about) without touching it.
  *
  * Context: process; may sleep.  Not from a domain callback.
+ * Return: 0, or -EPERM for an endpoint the caller does not own.
  */
-void kverbs_ep_close(struct kverbs_ep *ep)
+int kverbs_ep_close(struct kverbs_ep *ep)
 {
 	might_sleep();
-	kverbs_ep_schedule_teardown(ep, -ESHUTDOWN);
+	if (WARN_ONCE(test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags),
+		      "kverbs: %s ep%u: %s() of an accepted endpoint\n",
+		      ep->dom->name, ep->id, __func__))
+		return -EPERM;
+	if (WARN_ONCE(test_and_set_bit(KVERBS_EP_F_CLOSED_BY_OWNER, &ep->flags),
+		      "kverbs: %s ep%u: closed twice\n", ep->dom->name, ep->id))
+		return -EINVAL;
+	kverbs_ep_fail(ep, -ESHUTDOWN);
 	flush_work(&ep->teardown_work);
 	kverbs_ep_put(ep);
+	return 0;
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_close, KVERBS_NS);
 
 /**
- * kverbs_ep_max_send - largest payload kvmsg_reserve() accepts
+ * kverbs_ep_max_send - largest message payload the peer accepts
  * @ep: endpoint
  *
  * Context: any.
@@ -594,3 +361,16 @@ void *kverbs_ep_priv(const struct kverbs_ep *ep)
 	return READ_ONCE(ep->priv);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_priv, KVERBS_NS);
+
+/**
+ * kverbs_ep_domain - the domain of an endpoint
+ * @ep: endpoint
+ *
+ * Context: any.
+ * Return: the domain; valid as long as the endpoint is.
+ */
+struct kverbs_domain *kverbs_ep_domain(const struct kverbs_ep *ep)
+{
+	return ep->dom;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_domain, KVERBS_NS);

@@ -12,6 +12,7 @@
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
+#include <linux/seq_file.h>
 #include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -19,14 +20,19 @@
 #include <kverbs/kverbs.h>
 #include <uapi/kverbs/cm.h>
 
-#include "../kvmsg/kvmsg-pri.h"
-
 #undef pr_fmt
 #define pr_fmt(fmt) "kverbs: " fmt
 
 #define KVERBS_VERSION		"0.1.0"	/* keep in step with dkms.conf */
 #define KVERBS_NAME_LEN		32
 #define KVERBS_CM_TIMEOUT_MS	5000
+
+/* main.c: frees domains whose last reference went in atomic context */
+extern struct workqueue_struct *kverbs_wq;
+
+/* Tuning for tests, module parameters of kverbs.ko (main.c). */
+extern unsigned int kverbs_rnr_retry;
+extern unsigned int kverbs_signal_interval;
 
 #ifdef KVERBS_TESTING
 #include <linux/delay.h>
@@ -65,33 +71,154 @@ int kverbs_device_init(void);
 void kverbs_device_exit(void);
 
 /*
- * Queue budget of one endpoint of a domain of depth D; computed only by
+ * The send-queue ledger (sq.c).  Every WR posted on an endpoint's send
+ * queue, a message of the layer above or an RDMA operation, owns an entry
+ * until reclaimed.  Positions are free-running u32 counters; entry p lives
+ * in slot p % @size.  RC send queues complete in order, so the completion
+ * of the WR at position p (signaled, or flushed) means every WR up to p is
+ * done: kverbs_ledger_reclaim() moves @tail past p.
+ *
+ * Signal rule: a WR is signaled when the poster asks (it needs the
+ * completion, or it takes the last free buffer of its pool), when
+ * @interval WRs went unsignaled, or when it fills the queue.  So whenever
+ * a pool is exhausted its newest WR is signaled and its completion frees
+ * the whole pool.
+ */
+struct kverbs_ledger {
+	u32 size;
+	u32 head;		/* next position to post */
+	u32 tail;		/* oldest position not reclaimed */
+	u32 interval;
+	u32 unsignaled;		/* posted since the last signaled WR */
+};
+
+void kverbs_ledger_init(struct kverbs_ledger *l, u32 size, u32 interval);
+u32 kverbs_ledger_used(const struct kverbs_ledger *l);
+bool kverbs_ledger_post(struct kverbs_ledger *l, bool want_signal, u32 *pos);
+void kverbs_ledger_unpost(struct kverbs_ledger *l, u32 unsignaled);
+u32 kverbs_ledger_reclaim(struct kverbs_ledger *l, u32 pos);
+
+struct kverbs_wr;
+
+/*
+ * What the owner of a WR does when the ledger reclaims it.  @reclaim runs
+ * under ep->lock for every reclaimed WR and returns true if @done is owed
+ * (with *@arg for it); @done then runs after the lock is dropped, with the
+ * WR's status (0, or -ECONNRESET when flushed, or the completion's error).
+ * Context of both: softirq (the CQ's poller), or process in teardown.
+ */
+struct kverbs_wr_ops {
+	bool (*reclaim)(struct kverbs_wr *w, void **arg);
+	void (*done)(struct kverbs_ep *ep, void *arg, int status);
+};
+
+struct kverbs_wr {
+	struct ib_cqe cqe;		/* .done = the ledger's completion */
+	struct kverbs_ep *ep;
+	const struct kverbs_wr_ops *ops;
+	u32 pos;
+};
+
+/*
+ * An RDMA operation, a memory registration or an invalidation.  @done runs
+ * once, after the WR completed (signaled) or was flushed, with 0 or a
+ * negative errno; NULL for operations nobody waits for.
+ */
+struct kverbs_op {
+	struct kverbs_wr wr;
+	kverbs_rdma_done_t done;
+	void *ctx;
+	struct list_head node;
+};
+
+/*
+ * The send queue of one endpoint: the ledger, the WR of each position, and
+ * the operation slots.  Locking: kverbs_ep.lock.  @wait: tasks waiting for
+ * an operation slot, or for the endpoint to leave CONNECTED.
+ */
+struct kverbs_sq {
+	struct kverbs_ledger ledger;
+	struct kverbs_wr **ring;
+	struct kverbs_op *ops;
+	u16 nops;
+	struct list_head op_free;
+	u32 op_nfree;
+	wait_queue_head_t wait;
+	u64 signaled;			/* counters, under ep->lock */
+	u64 ops_posted;
+};
+
+/*
+ * Queue budget of one endpoint of a domain; computed only by
  * kverbs_ep_budget(), once per domain (kverbs_domain.budget).
  *
  * Send queue, every WR that can be outstanding at once:
- *   1. D data buffers (kvmsg), each posted at most once until reclaimed;
- *   2. 1 credit-message buffer (kvmsg);
- *   3. D operation slots: RDMA read/write/atomics, REG_MR, LOCAL_INV;
- *   4. 1 drain WR (ib_drain_qp).
+ *   1. @upper_send: the layer above's WRs (kvmsg: depth data buffers and
+ *      one credit-message buffer, each posted at most once until
+ *      reclaimed);
+ *   2. @nops = depth operation slots: RDMA read/write/atomics, REG_MR,
+ *      LOCAL_INV;
+ *   3. 1 drain WR (ib_drain_qp).
  * Receive queue:
- *   5. D receive buffers;
- *   6. 1 drain WR.
- * Completion queue: every WR of 1-6 may complete, unsignaled ones too
+ *   4. @upper_recv: the layer above's receive buffers (kvmsg: depth);
+ *   5. 1 drain WR.
+ * Completion queue: every WR of 1-5 may complete, unsignaled ones too
  * when they are flushed, so one CQE per WR of both queues.
  *
- * Nothing is posted without holding a buffer or slot of 1-3 or 5, so
- * neither queue can overflow and the drain WRs always fit.
+ * Nothing is posted without holding an entry of 1, 2 or 4, so neither
+ * queue can overflow and the drain WRs always fit.
  */
 struct kverbs_ep_budget {
 	u32 send_wr;
 	u32 recv_wr;
 	u32 cqes;
-	u16 ntx;	/* 1 + 2 */
-	u16 nops;	/* 3 */
-	u16 nrx;	/* 5 */
+	u16 upper_send;	/* 1 */
+	u16 nops;	/* 2 */
+	u16 upper_recv;	/* 4 */
 };
 
-void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
+void kverbs_ep_budget(u16 depth, u16 upper_send, u16 upper_recv,
+		      struct kverbs_ep_budget *b);
+
+/*
+ * The hooks through which kverbs calls the layer above (kvmsg), the only
+ * calls that go up besides completions.
+ *
+ * @domain_init: check and take the domain attributes the upper layer
+ *	owns; fill @budget's @upper_send and @upper_recv.  Process.
+ * @setup: allocate and map an endpoint's buffers; the domain is bound.
+ *	Process, dom->lock held.
+ * @start: post the receive ring; the QP exists.  Process, dom->lock held.
+ * @connected: the endpoint becomes CONNECTED in the same critical section.
+ *	ep->lock held (bh).
+ * @opened: the user's ->connected() returned.  Process.
+ * @stop: the QP is drained and the ledger reclaimed; nothing of the
+ *	endpoint's may still be posted.  Process, may sleep.
+ * @release: end the device's access to the buffers.  Process, dom->lock
+ *	held, domain bound.
+ * @free: free an endpoint's upper state; nobody uses it any more.  Any.
+ * @show_domain, @show_ep: debugfs text, appended to kverbs' own line.
+ */
+struct kverbs_upper_ops {
+	int (*domain_init)(struct kverbs_domain *dom,
+			   const struct kverbs_domain_attr *attr,
+			   struct kverbs_ep_budget *budget);
+	int (*setup)(struct kverbs_ep *ep);
+	int (*start)(struct kverbs_ep *ep);
+	void (*connected)(struct kverbs_ep *ep);
+	void (*opened)(struct kverbs_ep *ep);
+	void (*stop)(struct kverbs_ep *ep);
+	void (*release)(struct kverbs_ep *ep);
+	void (*free)(struct kverbs_ep *ep);
+	void (*show_domain)(struct seq_file *m, struct kverbs_domain *dom);
+	void (*show_ep)(struct seq_file *m, struct kverbs_ep *ep);
+};
+
+/* Set once by the module's init (main.c), before any domain exists. */
+extern const struct kverbs_upper_ops *kverbs_upper;
+
+/* The message layer's state, embedded in the domain and the endpoint. */
+#include "../kvmsg/kvmsg-state.h"
 
 /*
  * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used,
@@ -104,14 +231,11 @@ void kverbs_ep_budget(u16 depth, struct kverbs_ep_budget *b);
  * endpoint beyond them is refused with -ENOSPC instead of risking a CQ
  * overrun.
  *
- * Deferred receives: @defer_work (on @wq; a work item never runs twice at
- * once) dispatches the backlog of every endpoint on @defer_list, so
- * deferred handlers of one domain run one at a time.  @defer_lock (bh)
- * protects @defer_list.
+ * Polling (poll.c): @poll_lock (bh) keeps @poll_cq, the CQ while bound,
+ * from being freed while a task schedules its poller; @poll_owner is the
+ * CPU (+1) of a task in kverbs_domain_poll().
  *
- * Polling (kvmsg/poll.c): @poll_lock (bh) keeps @poll_cq, the CQ while
- * bound, from being freed while a task schedules its poller; @poll_owner
- * is the CPU (+1) of a task in kverbs_domain_poll().
+ * @msg: the message layer's state, touched only by kvmsg/.
  */
 struct kverbs_domain {
 	struct kref ref;
@@ -121,7 +245,7 @@ struct kverbs_domain {
 	struct kverbs_device *kdev;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
-	struct kverbs_ep_budget budget;	/* of each endpoint, from @depth */
+	struct kverbs_ep_budget budget;	/* of each endpoint */
 	unsigned int cq_size;		/* asked for: max_eps budgets */
 	unsigned int cq_bound;		/* the bound CQ's, within max_cqe */
 	unsigned int cq_used;
@@ -138,32 +262,45 @@ struct kverbs_domain {
 	u32 node_id;
 	u16 depth;
 	u32 max_msg;
-	u8 rnr_retry;
-	u16 signal_interval;
+	u32 next_ep_id;			/* under @lock */
+	struct work_struct free_work;	/* the final free, on kverbs_wq */
 
-	struct work_struct defer_work;
-	spinlock_t defer_lock;		/* see above */
-	struct list_head defer_list;
 	spinlock_t poll_lock;		/* see above */
 	int poll_owner;
 	struct ib_cq *poll_cq;
 
-	/* counters of endpoints already gone, for debugfs */
-	atomic64_t closed_sent;
-	atomic64_t closed_reclaimed;
+	struct kvmsg_domain msg;
 };
 
 int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev);
 void kverbs_domain_get(struct kverbs_domain *dom);
 void kverbs_domain_put(struct kverbs_domain *dom);
 void kverbs_domain_unbind(struct kverbs_domain *dom);
+bool kverbs_domain_polled(const struct kverbs_domain *dom);
 
+/* Logging keyed by the domain's name and the endpoint's id. */
+#define kverbs_dom_log(lvl, dom, fmt, ...) \
+	pr_##lvl##_ratelimited("%s: " fmt, (dom)->name, ##__VA_ARGS__)
+#define kverbs_ep_log(lvl, ep, fmt, ...) do {				\
+	const struct kverbs_ep *__ep = (ep);				\
+									\
+	pr_##lvl##_ratelimited("%s ep%u: " fmt, __ep->dom->name, __ep->id, \
+			       ##__VA_ARGS__);				\
+} while (0)
+
+/*
+ * Endpoint states; every change goes through kverbs_ep_change_state(),
+ * which allows only these transitions (ep.c has the table):
+ *
+ *   CONNECTING -> CONNECTED -> CLOSING -> CLOSED
+ *   CONNECTING -----------------^
+ */
 enum kverbs_ep_state {
-	KVERBS_EP_IDLE,
 	KVERBS_EP_CONNECTING,
 	KVERBS_EP_CONNECTED,
 	KVERBS_EP_CLOSING,
 	KVERBS_EP_CLOSED,
+	KVERBS_EP_NR_STATES,
 };
 
 /* ep->flags bits */
@@ -172,6 +309,7 @@ enum {
 	KVERBS_EP_F_ACCEPTED,	/* passive side: the domain owns the ep */
 	KVERBS_EP_F_NOTIFIED,	/* ops->connected was called */
 	KVERBS_EP_F_ACCEPT_SENT,	/* passive: rdma_accept() sent the REP */
+	KVERBS_EP_F_CLOSED_BY_OWNER,	/* kverbs_ep_close() was called */
 };
 
 /*
@@ -183,13 +321,17 @@ enum {
  * the endpoint without a reference: ib_drain_qp() in teardown guarantees
  * that none runs after the QP is gone.
  *
- * Locking: @lock (bh: taken in softirq, never in hard interrupt) protects @state and the
- * send side of @msg (see struct kvmsg_ep); teardown moves @state to CLOSING
+ * Locking: @lock (bh: taken in softirq, never in hard interrupt) protects
+ * @state, @sq and the send side of @msg; teardown moves @state to CLOSING
  * under it, so nothing is posted once draining starts.
+ *
+ * @id: small number unique in the domain, for logs, traces and debugfs.
+ * @msg: the message layer's state, touched only by kvmsg/.
  */
 struct kverbs_ep {
 	struct kref ref;
 	struct kverbs_domain *dom;
+	u32 id;
 	struct rdma_cm_id *cm_id;
 	struct ib_qp *qp;
 	unsigned long flags;
@@ -200,8 +342,7 @@ struct kverbs_ep {
 	struct completion cm_settled;	/* passive: RTU or a CM failure seen */
 	struct list_head dom_node;
 	struct work_struct teardown_work;
-
-	struct kvmsg_ep msg;
+	struct kverbs_sq sq;
 	bool cq_reserved;
 
 	u32 peer_node;
@@ -211,7 +352,28 @@ struct kverbs_ep {
 	void *priv;
 
 	atomic64_t stat_errors;
+	struct kvmsg_ep msg;
 };
+
+static inline u32 kverbs_ep_qpn(const struct kverbs_ep *ep)
+{
+	return ep->qp ? ep->qp->qp_num : 0;
+}
+
+/*
+ * What the layer above may read of a bound endpoint: the device its
+ * buffers are mapped for and the key of local DMA addresses.  Valid from
+ * the @setup hook until the @release hook.
+ */
+static inline struct ib_device *kverbs_ep_device(const struct kverbs_ep *ep)
+{
+	return ep->dom->pd->device;
+}
+
+static inline u32 kverbs_ep_lkey(const struct kverbs_ep *ep)
+{
+	return ep->dom->pd->local_dma_lkey;
+}
 
 enum kverbs_listener_state {
 	KVERBS_LISTENER_LISTENING,
@@ -243,13 +405,37 @@ enum kverbs_cm_reason kverbs_cm_priv_parse(const void *data, unsigned int len,
 const char *kverbs_cm_reason_str(enum kverbs_cm_reason r);
 enum kverbs_cm_reason kverbs_cm_rej_parse(const void *data, unsigned int len);
 
-/* ep.c */
-int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+/* ep.c: life cycle, state, teardown */
 struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom);
+bool kverbs_ep_change_state(struct kverbs_ep *ep, enum kverbs_ep_state to);
+const char *kverbs_ep_state_str(enum kverbs_ep_state s);
+void kverbs_ep_fail(struct kverbs_ep *ep, int err);
+void kverbs_ep_get(struct kverbs_ep *ep);
+void kverbs_ep_put(struct kverbs_ep *ep);
+void kverbs_ep_release_qp(struct kverbs_ep *ep);
+void kverbs_ep_connected(struct kverbs_ep *ep);
+
+/* connect.c: the CM side of an endpoint */
+int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 int kverbs_ep_setup_qp(struct kverbs_ep *ep);
 void kverbs_ep_accept(struct kverbs_ep *ep);
-void kverbs_ep_schedule_teardown(struct kverbs_ep *ep, int err);
-void kverbs_ep_put(struct kverbs_ep *ep);
+
+/* sq.c: the send-queue ledger */
+int kverbs_sq_alloc(struct kverbs_ep *ep);
+void kverbs_sq_free(struct kverbs_ep *ep);
+int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
+			  struct ib_send_wr *wr, bool want_signal,
+			  bool *signaled);
+void kverbs_sq_done(struct ib_cq *cq, struct ib_wc *wc);
+void kverbs_sq_reclaim_tail(struct kverbs_ep *ep);
+u32 kverbs_sq_used(struct kverbs_ep *ep);
+struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags);
+void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op);
+int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
+		   struct ib_send_wr *wr);
+bool kverbs_may_wait(unsigned int flags);
+void kverbs_upcall_begin(void);
+void kverbs_upcall_end(void);
 
 /* listen.c */
 void kverbs_listener_free(struct kverbs_listener *l);

@@ -64,9 +64,8 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 				      ev->param.conn.private_data_len,
 				      &node, &depth, &max_msg);
 	if (reason != KVERBS_CM_OK) {
-		pr_warn_ratelimited("%s: rejecting connection from %pISpc: %s\n",
-				    dom->name, src,
-				    kverbs_cm_reason_str(reason));
+		kverbs_dom_log(warn, dom, "rejecting connection from %pISpc: %s\n", src,
+			       kverbs_cm_reason_str(reason));
 		goto reject;
 	}
 
@@ -91,10 +90,10 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	 */
 	ret = kverbs_ep_setup_qp(ep);
 	if (ret) {
-		pr_warn_ratelimited("%s: cannot accept node %u from %pISpc: %d\n",
-				    dom->name, node, src, ret);
+		kverbs_dom_log(warn, dom, "cannot accept node %u from %pISpc: %d\n",
+			       node, src, ret);
 		kverbs_cm_reject(id, KVERBS_CM_EBUSY);
-		kverbs_ep_schedule_teardown(ep, ret);
+		kverbs_ep_fail(ep, ret);
 		return 0;
 	}
 	kverbs_ep_accept(ep);
@@ -182,8 +181,9 @@ static void kverbs_listener_removal_work(struct work_struct *work)
 	mutex_unlock(&kverbs_listeners_lock);
 	/* A device may have come back already. */
 	kverbs_listeners_device_added();
-	pr_info("%s: listener on %pISpc lost its device; listening again when one is added\n",
-		l->dom->name, &l->addr);
+	kverbs_dom_log(info, l->dom,
+		       "listener on %pISpc lost its device; listening again when one is added\n",
+		       &l->addr);
 }
 
 static void kverbs_relisten_work(struct work_struct *work)
@@ -210,8 +210,7 @@ static void kverbs_relisten_work(struct work_struct *work)
 			rdma_destroy_id(id);
 			continue;
 		}
-		pr_info("%s: listener on %pISpc listening again\n",
-			l->dom->name, &l->addr);
+		kverbs_dom_log(info, l->dom, "listener on %pISpc listening again\n", &l->addr);
 	}
 	left = !list_empty(&kverbs_dormant);
 	if (left && kverbs_relisten_tries) {

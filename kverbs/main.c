@@ -1,10 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kverbs.ko: in-kernel RDMA endpoints for kernel modules.
+ * kverbs.ko: in-kernel RDMA endpoints (kverbs/) and messages on them
+ * (kvmsg/).  This file is the module's glue, the one place that knows
+ * both layers: it registers kvmsg as the layer above kverbs.
  */
 #include <linux/module.h>
 
 #include "kverbs-pri.h"
+#include "../kvmsg/kvmsg-pri.h"
+
+struct workqueue_struct *kverbs_wq;
+const struct kverbs_upper_ops *kverbs_upper;
+
+/*
+ * Tuning that only tests need, kept out of the public domain attributes;
+ * read when an endpoint connects (rnr_retry) or is set up (the interval).
+ */
+unsigned int kverbs_rnr_retry = 7;
+module_param_named(rnr_retry, kverbs_rnr_retry, uint, 0644);
+MODULE_PARM_DESC(rnr_retry,
+		 "RNR retry count of new connections, 0..7 (7 = infinite); tests use 0 so that a flow-control bug fails instead of stalling");
+
+unsigned int kverbs_signal_interval;
+module_param_named(signal_interval, kverbs_signal_interval, uint, 0644);
+MODULE_PARM_DESC(signal_interval,
+		 "request a send completion at least every this many work requests of new endpoints (capped at the depth); 0 = depth / 4");
 
 #ifdef KVERBS_TESTING
 /*
@@ -22,11 +42,16 @@ static int __init kverbs_init(void)
 {
 	int ret;
 
+	kverbs_upper = &kvmsg_upper_ops;
+	kverbs_wq = alloc_workqueue("kverbs", 0, 0);
+	if (!kverbs_wq)
+		return -ENOMEM;
 	kverbs_debugfs_init();
 	ret = kverbs_device_init();
 	if (ret) {
 		pr_err("cannot register ib_client: %d\n", ret);
 		kverbs_debugfs_exit();
+		destroy_workqueue(kverbs_wq);
 		return ret;
 	}
 	return 0;
@@ -36,11 +61,12 @@ static void __exit kverbs_exit(void)
 {
 	kverbs_device_exit();
 	kverbs_debugfs_exit();
+	destroy_workqueue(kverbs_wq);	/* runs pending domain frees */
 }
 
 module_init(kverbs_init);
 module_exit(kverbs_exit);
 
-MODULE_DESCRIPTION("kverbs: in-kernel RDMA endpoints");
+MODULE_DESCRIPTION("kverbs: in-kernel RDMA endpoints and messages");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(KVERBS_VERSION);

@@ -4,181 +4,162 @@
  * fetch-and-add, between a local registered region and a peer's region.
  *
  * Each operation takes an operation slot of the endpoint's send queue and
- * goes through kvmsg's single posting path, so it counts for selective
- * signaling like any message: without a @done callback it is posted
- * unsignaled and reclaimed by a later completion.
+ * goes through the ledger (sq.c), so it counts for selective signaling
+ * like any message: without a @done callback it is posted unsignaled and
+ * reclaimed by a later completion.
  */
 #include "kverbs-pri.h"
 
 static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
-			    kverbs_rdma_done_t done, void *ctx,
+			    const struct kverbs_rdma_op *rop,
 			    unsigned int flags)
 {
-	struct kvmsg_op *op;
+	struct kverbs_op *op;
 	int ret;
 
-	op = kvmsg_op_get(ep, flags);
+	op = kverbs_op_get(ep, flags);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
-	op->done = done;
-	op->ctx = ctx;
-	spin_lock_bh(&ep->lock);
-	ret = kvmsg_post_op_locked(ep, op, wr);
-	spin_unlock_bh(&ep->lock);
+	op->done = rop->done;
+	op->ctx = rop->ctx;
+	ret = kverbs_op_post(ep, op, wr);
 	if (ret)
-		kvmsg_op_put(ep, op);
+		kverbs_op_put(ep, op);
 	return ret;
 }
 
+/* The local SGE and the remote bounds of @rop, checked. */
+static int kverbs_rdma_check(const struct kverbs_rdma_op *rop, u32 len,
+			     struct ib_sge *sge)
+{
+	const struct kverbs_remote *rem = &rop->remote;
+
+	if (!rop->local || !len || rem->reserved || len > rem->len)
+		return -EINVAL;
+	return kverbs_region_local(rop->local, rop->local_off, len, sge);
+}
+
 static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
-			  struct kverbs_region *local, u64 off, u64 raddr,
-			  u32 rkey, u32 len, kverbs_rdma_done_t done, void *ctx,
-			  unsigned int flags)
+			  const struct kverbs_rdma_op *rop, unsigned int flags)
 {
 	struct ib_rdma_wr wr = {};
 	struct ib_sge sge;
 
-	if (!len || kverbs_region_local(local, off, len, &sge))
+	if (kverbs_rdma_check(rop, rop->len, &sge))
 		return -EINVAL;
 	wr.wr.opcode = opcode;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
-	wr.remote_addr = raddr;
-	wr.rkey = rkey;
-	return kverbs_rdma_post(ep, &wr.wr, done, ctx, flags);
+	wr.remote_addr = rop->remote.offset;
+	wr.rkey = rop->remote.rkey;
+	return kverbs_rdma_post(ep, &wr.wr, rop, flags);
 }
 
 /**
  * kverbs_rdma_read - read a peer's memory into a local region
  * @ep: connected endpoint
- * @local: registered region receiving the data
- * @off: offset in @local
- * @raddr: peer address (from the peer's kverbs_region_addr() + offset)
- * @rkey: the peer region's rkey
- * @len: bytes, within @local
- * @done: called once when the read completed or failed; NULL for none
- * @ctx: passed to @done
- * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @op: @op->len bytes from @op->remote into @op->local at @op->local_off
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
- * @done gets 0, -EREMOTEIO (the peer refused the access: bad rkey or
+ * @op->done gets 0, -EREMOTEIO (the peer refused the access: bad rkey or
  * bounds, or an invalidated region; the connection then closes) or
- * -ECONNRESET (flushed at teardown).  Context of @done: softirq or poll.
+ * -ECONNRESET (flushed at teardown).  @op is copied; it may live on the
+ * caller's stack.
  *
- * Context: process, may sleep; softirq with KVMSG_NOWAIT.
- * Return: 0 when posted; -EINVAL, -EAGAIN, -EINTR, -ENOTCONN or the
- * endpoint's error, or a provider error.
+ * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
+ * Return: 0 when posted; -EINVAL (no local region, @op->len beyond
+ * @op->remote.len or the local region, a non-zero reserved field),
+ * -EAGAIN, -EINTR, -ENOTCONN or the endpoint's error, or a provider error.
  */
-int kverbs_rdma_read(struct kverbs_ep *ep, struct kverbs_region *local,
-		     u64 off, u64 raddr, u32 rkey, u32 len,
-		     kverbs_rdma_done_t done, void *ctx, unsigned int flags)
+int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
+		     unsigned int flags)
 {
-	return kverbs_rdma_rw(ep, IB_WR_RDMA_READ, local, off, raddr, rkey,
-			      len, done, ctx, flags);
+	return kverbs_rdma_rw(ep, IB_WR_RDMA_READ, op, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read, KVERBS_NS);
 
 /**
  * kverbs_rdma_write - write a local region's bytes into a peer's memory
  * @ep: connected endpoint
- * @local: registered region holding the data
- * @off: offset in @local
- * @raddr: peer address
- * @rkey: the peer region's rkey
- * @len: bytes, within @local
- * @done: called once when the write completed or failed; NULL for none
- * @ctx: passed to @done
- * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @op: @op->len bytes from @op->local at @op->local_off to @op->remote
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
  * A message sent after the write on the same endpoint arrives after the
  * written data is visible to the peer (RC ordering), which is how a peer
  * learns that the data is there.
  *
- * Context: process, may sleep; softirq with KVMSG_NOWAIT.
+ * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
  * Return: as kverbs_rdma_read().
  */
-int kverbs_rdma_write(struct kverbs_ep *ep, struct kverbs_region *local,
-		      u64 off, u64 raddr, u32 rkey, u32 len,
-		      kverbs_rdma_done_t done, void *ctx, unsigned int flags)
+int kverbs_rdma_write(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
+		      unsigned int flags)
 {
-	return kverbs_rdma_rw(ep, IB_WR_RDMA_WRITE, local, off, raddr, rkey,
-			      len, done, ctx, flags);
+	return kverbs_rdma_rw(ep, IB_WR_RDMA_WRITE, op, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_write, KVERBS_NS);
 
 static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
-			 struct kverbs_region *local, u64 off, u64 raddr,
-			 u32 rkey, u64 compare_add, u64 swap,
-			 kverbs_rdma_done_t done, void *ctx, unsigned int flags)
+			 const struct kverbs_rdma_op *rop, u64 compare_add,
+			 u64 swap, unsigned int flags)
 {
 	struct ib_atomic_wr wr = {};
 	struct ib_sge sge;
 
-	if (ep->dom->kdev &&
-	    ep->dom->kdev->ibdev->attrs.atomic_cap == IB_ATOMIC_NONE)
+	if (ep->qp && ep->qp->device->attrs.atomic_cap == IB_ATOMIC_NONE)
 		return -EOPNOTSUPP;
-	if ((raddr | off) & 7 || kverbs_region_local(local, off, 8, &sge))
+	if ((rop->remote.offset | rop->local_off) & 7 ||
+	    kverbs_rdma_check(rop, 8, &sge))
 		return -EINVAL;
 	wr.wr.opcode = opcode;
 	wr.wr.sg_list = &sge;
 	wr.wr.num_sge = 1;
-	wr.remote_addr = raddr;
-	wr.rkey = rkey;
+	wr.remote_addr = rop->remote.offset;
+	wr.rkey = rop->remote.rkey;
 	wr.compare_add = compare_add;
 	wr.swap = swap;
-	return kverbs_rdma_post(ep, &wr.wr, done, ctx, flags);
+	return kverbs_rdma_post(ep, &wr.wr, rop, flags);
 }
 
 /**
  * kverbs_atomic_cmp_swap - compare-and-swap a peer's 64-bit word
  * @ep: connected endpoint
- * @local: registered region receiving the word's previous value
- * @off: 8-byte aligned offset in @local
- * @raddr: 8-byte aligned peer address
- * @rkey: the peer region's rkey (registered with KVERBS_ACCESS_REMOTE_ATOMIC)
- * @compare: value expected at @raddr
+ * @op: the word at @op->remote (8-byte aligned offset, a region registered
+ *	with KVERBS_ACCESS_REMOTE_ATOMIC); its previous value lands at
+ *	@op->local_off (8-byte aligned) in @op->local; @op->len is ignored
+ * @compare: value expected
  * @swap: value stored if it matched
- * @done: called once on completion; NULL for none
- * @ctx: passed to @done
- * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
- * The previous value lands at @off in @local in the device's byte order
- * for atomics (host order on rxe).
+ * The previous value is in the device's byte order for atomics (host
+ * order on rxe).
  *
- * Context: process, may sleep; softirq with KVMSG_NOWAIT.
+ * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
  * Return: as kverbs_rdma_read(), or -EOPNOTSUPP if the device has no
  * atomics.
  */
-int kverbs_atomic_cmp_swap(struct kverbs_ep *ep, struct kverbs_region *local,
-			   u64 off, u64 raddr, u32 rkey, u64 compare,
-			   u64 swap, kverbs_rdma_done_t done, void *ctx,
-			   unsigned int flags)
+int kverbs_atomic_cmp_swap(struct kverbs_ep *ep,
+			   const struct kverbs_rdma_op *op, u64 compare,
+			   u64 swap, unsigned int flags)
 {
-	return kverbs_atomic(ep, IB_WR_ATOMIC_CMP_AND_SWP, local, off, raddr,
-			     rkey, compare, swap, done, ctx, flags);
+	return kverbs_atomic(ep, IB_WR_ATOMIC_CMP_AND_SWP, op, compare, swap,
+			     flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_atomic_cmp_swap, KVERBS_NS);
 
 /**
  * kverbs_atomic_fetch_add - add to a peer's 64-bit word
  * @ep: connected endpoint
- * @local: registered region receiving the word's previous value
- * @off: 8-byte aligned offset in @local
- * @raddr: 8-byte aligned peer address
- * @rkey: the peer region's rkey (registered with KVERBS_ACCESS_REMOTE_ATOMIC)
+ * @op: as for kverbs_atomic_cmp_swap()
  * @add: amount added
- * @done: called once on completion; NULL for none
- * @ctx: passed to @done
- * @flags: KVMSG_NOWAIT to fail instead of sleeping for a free slot
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
- * Context: process, may sleep; softirq with KVMSG_NOWAIT.
+ * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
  * Return: as kverbs_atomic_cmp_swap().
  */
-int kverbs_atomic_fetch_add(struct kverbs_ep *ep, struct kverbs_region *local,
-			    u64 off, u64 raddr, u32 rkey, u64 add,
-			    kverbs_rdma_done_t done, void *ctx,
+int kverbs_atomic_fetch_add(struct kverbs_ep *ep,
+			    const struct kverbs_rdma_op *op, u64 add,
 			    unsigned int flags)
 {
-	return kverbs_atomic(ep, IB_WR_ATOMIC_FETCH_AND_ADD, local, off, raddr,
-			     rkey, add, 0, done, ctx, flags);
+	return kverbs_atomic(ep, IB_WR_ATOMIC_FETCH_AND_ADD, op, add, 0, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_atomic_fetch_add, KVERBS_NS);

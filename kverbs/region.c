@@ -45,20 +45,18 @@ static void kverbs_region_wr_done(void *ctx, int status)
 static int kverbs_region_post(struct kverbs_region *r, struct ib_send_wr *wr)
 {
 	struct kverbs_ep *ep = r->ep;
-	struct kvmsg_op *op;
+	struct kverbs_op *op;
 	int ret;
 
-	op = kvmsg_op_get(ep, 0);
+	op = kverbs_op_get(ep, 0);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
 	op->done = kverbs_region_wr_done;
 	op->ctx = r;
 	reinit_completion(&r->wr_done);
-	spin_lock_bh(&ep->lock);
-	ret = kvmsg_post_op_locked(ep, op, wr);
-	spin_unlock_bh(&ep->lock);
+	ret = kverbs_op_post(ep, op, wr);
 	if (ret) {
-		kvmsg_op_put(ep, op);
+		kverbs_op_put(ep, op);
 		return ret;
 	}
 	/* Bounded: a completion or, once the endpoint fails, a flush. */
@@ -104,8 +102,9 @@ static void kverbs_region_release_hw(struct kverbs_region *r)
  * @npages: how many (1..KVERBS_REGION_MAX_PAGES)
  * @access: KVERBS_ACCESS_* flags for the peer
  *
- * The region's rkey (kverbs_region_rkey()) and address
- * (kverbs_region_addr()) are what a peer needs; send them in a message.
+ * kverbs_region_remote() describes it for a peer: an rkey and a length;
+ * the peer addresses it by offset (a zero-based registration), so no
+ * address of ours leaves the node.
  * The region is also usable as the local side of RDMA operations.
  *
  * Context: process; sleeps.
@@ -159,7 +158,8 @@ struct kverbs_region *kverbs_region_register(struct kverbs_ep *ep,
 		r->mr = NULL;
 		goto out_unlock;
 	}
-	ret = ib_map_mr_sg(r->mr, r->sgt.sgl, n, NULL, PAGE_SIZE);
+	/* Zero-based: the peer addresses the region by offset. */
+	ret = ib_map_mr_sg_zbva(r->mr, r->sgt.sgl, n, NULL, PAGE_SIZE);
 	if (ret != n) {
 		ret = ret < 0 ? ret : -EINVAL;
 		goto out_unlock;
@@ -244,30 +244,23 @@ void kverbs_domain_drop_regions(struct kverbs_domain *dom)
 }
 
 /**
- * kverbs_region_rkey - the key a peer uses
+ * kverbs_region_remote - what a peer needs to reach the region
  * @r: region
+ * @remote: filled with offset 0, the region's length and its rkey
+ *
+ * Send it to the peer in a message; it holds no address of ours.
  *
  * Context: any.
- * Return: the rkey.
  */
-u32 kverbs_region_rkey(const struct kverbs_region *r)
+void kverbs_region_remote(const struct kverbs_region *r,
+			  struct kverbs_remote *remote)
 {
-	return r->mr ? r->mr->rkey : 0;
+	remote->offset = 0;
+	remote->len = r->len;
+	remote->rkey = r->mr ? r->mr->rkey : 0;
+	remote->reserved = 0;
 }
-EXPORT_SYMBOL_NS_GPL(kverbs_region_rkey, KVERBS_NS);
-
-/**
- * kverbs_region_addr - the address a peer uses for the region's first byte
- * @r: region
- *
- * Context: any.
- * Return: the I/O virtual address of byte 0.
- */
-u64 kverbs_region_addr(const struct kverbs_region *r)
-{
-	return r->mr ? r->mr->iova : 0;
-}
-EXPORT_SYMBOL_NS_GPL(kverbs_region_addr, KVERBS_NS);
+EXPORT_SYMBOL_NS_GPL(kverbs_region_remote, KVERBS_NS);
 
 /**
  * kverbs_region_len - size of a region
@@ -288,7 +281,7 @@ int kverbs_region_local(const struct kverbs_region *r, u64 off, u32 len,
 {
 	if (!r->mr || off > r->len || len > r->len - off)
 		return -EINVAL;
-	sge->addr = r->mr->iova + off;
+	sge->addr = off;	/* zero-based MR */
 	sge->length = len;
 	sge->lkey = r->mr->lkey;
 	return 0;

@@ -14,14 +14,14 @@
 #include "kvmem-pri.h"
 
 static void kvmem_ioctl_fault(struct kvmem_region *r, u32 idx, bool write,
-			     void *priv)
+			      void *priv)
 {
 	struct kvmem_range one = { idx, 1 };
 	unsigned long policy = (unsigned long)priv;
 
 	if (policy == KVMEM_POLICY_GRANT)
 		kvmem_protect_nowait(r, &one, 1,
-				    write ? KVMEM_PROT_RW : KVMEM_PROT_READ);
+				     write ? KVMEM_PROT_RW : KVMEM_PROT_READ);
 }
 
 static const struct kvmem_ops kvmem_ioctl_ops = {
@@ -39,7 +39,7 @@ static long kvmem_ioc_create(void __user *arg)
 	if (c.reserved || c.policy > KVMEM_POLICY_WAIT)
 		return -EINVAL;
 	r = kvmem_region_create(c.npages, c.prot, &kvmem_ioctl_ops,
-			       (void *)(unsigned long)c.policy);
+				(void *)(unsigned long)c.policy);
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	fd = kvmem_region_fd(r);
@@ -49,7 +49,7 @@ static long kvmem_ioc_create(void __user *arg)
 
 /* Copy in a batch; the caller kvfree()s *@out. */
 static int kvmem_ioc_batch(void __user *arg, struct kvmem_protect *p,
-			  struct kvmem_range **out)
+			   struct kvmem_range **out)
 {
 	struct kvmem_range *ranges;
 
@@ -71,7 +71,7 @@ static int kvmem_ioc_batch(void __user *arg, struct kvmem_protect *p,
 }
 
 static long kvmem_ioc_protect(struct kvmem_region *r, void __user *arg,
-			     bool bench)
+			      bool bench)
 {
 	struct kvmem_range *ranges;
 	struct kvmem_protect p;
@@ -143,7 +143,7 @@ long kvmem_region_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 }
 
 static long kvmem_dev_ioctl(struct file *f, unsigned int cmd,
-			   unsigned long arg)
+			    unsigned long arg)
 {
 	if (cmd != KVMEM_IOC_CREATE)
 		return -ENOTTY;

@@ -79,7 +79,7 @@ struct kvmem_region {
 /* ranges.c: pure helpers, reached by KUnit */
 int kvmem_ranges_check(const struct kvmem_range *ranges, u32 nr, u32 npages);
 u32 kvmem_bitmap_to_ranges(const unsigned long *bitmap, u32 npages,
-			  struct kvmem_range *ranges, u32 max);
+			   struct kvmem_range *ranges, u32 max);
 
 enum kvmem_change {
 	KVMEM_SAME,
@@ -96,7 +96,7 @@ void kvmem_region_get(struct kvmem_region *r);
 
 /* protect.c */
 int kvmem_protect_locked_zap(struct kvmem_region *r,
-			    const struct kvmem_range *ranges, u32 nr,
+			     const struct kvmem_range *ranges, u32 nr,
 			    u32 prot, bool all);
 
 /* chardev.c */

@@ -24,7 +24,7 @@
  * returns whether anything was granted.
  */
 static bool kvmem_apply_locked(struct kvmem_region *r,
-			      const struct kvmem_range *ranges, u32 nr,
+			       const struct kvmem_range *ranges, u32 nr,
 			      u32 prot, bool all, u32 *lo, u32 *hi)
 {
 	struct kvmem_range every = { 0, r->npages };
@@ -62,7 +62,7 @@ static bool kvmem_apply_locked(struct kvmem_region *r,
 
 /* Would the batch need a zap?  Under r->lock; changes nothing. */
 static bool kvmem_needs_zap_locked(struct kvmem_region *r,
-				  const struct kvmem_range *ranges, u32 nr,
+				   const struct kvmem_range *ranges, u32 nr,
 				  u32 prot)
 {
 	u32 i, p;
@@ -77,10 +77,10 @@ static bool kvmem_needs_zap_locked(struct kvmem_region *r,
 }
 
 static int kvmem_try(struct kvmem_region *r, const struct kvmem_range *ranges,
-		    u32 nr, u32 prot);
+		     u32 nr, u32 prot);
 
 static int kvmem_check(struct kvmem_region *r, const struct kvmem_range *ranges,
-		      u32 nr, u32 prot)
+		       u32 nr, u32 prot)
 {
 	if (prot > KVMEM_PROT_RW)
 		return -EINVAL;
@@ -105,7 +105,7 @@ static int kvmem_check(struct kvmem_region *r, const struct kvmem_range *ranges,
  * revoke needs a page-table zap, -ENODEV for a destroyed region.
  */
 int kvmem_protect_nowait(struct kvmem_region *r,
-			const struct kvmem_range *ranges, u32 nr, u32 prot)
+			 const struct kvmem_range *ranges, u32 nr, u32 prot)
 {
 	int ret = kvmem_try(r, ranges, nr, prot);
 
@@ -117,7 +117,7 @@ EXPORT_SYMBOL_NS_GPL(kvmem_protect_nowait, KVERBS_NS);
 
 /* The non-blocking attempt both variants start with. */
 static int kvmem_try(struct kvmem_region *r, const struct kvmem_range *ranges,
-		    u32 nr, u32 prot)
+		     u32 nr, u32 prot)
 {
 	bool granted = false;
 	int ret = kvmem_check(r, ranges, nr, prot);
@@ -132,7 +132,7 @@ static int kvmem_try(struct kvmem_region *r, const struct kvmem_range *ranges,
 		ret = -EAGAIN;
 	} else {
 		granted = kvmem_apply_locked(r, ranges, nr, prot, false, &lo,
-					    &hi);
+					     &hi);
 		atomic64_inc(&r->protects);
 	}
 	spin_unlock_bh(&r->lock);
@@ -161,7 +161,7 @@ static int kvmem_try(struct kvmem_region *r, const struct kvmem_range *ranges,
  * Return: 0 or -ENODEV (already dead).
  */
 int kvmem_protect_locked_zap(struct kvmem_region *r,
-			    const struct kvmem_range *ranges, u32 nr,
+			     const struct kvmem_range *ranges, u32 nr,
 			    u32 prot, bool all)
 {
 	struct address_space *mapping;
@@ -212,7 +212,7 @@ int kvmem_protect_locked_zap(struct kvmem_region *r,
  * destroyed region.
  */
 int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
-		 u32 nr, u32 prot)
+		  u32 nr, u32 prot)
 {
 	int ret;
 
@@ -235,7 +235,7 @@ EXPORT_SYMBOL_NS_GPL(kvmem_protect, KVERBS_NS);
  * needs more than KVMEM_MAX_RANGES ranges.
  */
 int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
-			u32 prot)
+			 u32 prot)
 {
 	struct kvmem_range *ranges;
 	u32 n;

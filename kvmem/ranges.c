@@ -48,7 +48,7 @@ EXPORT_SYMBOL_IF_KUNIT(kvmem_ranges_check);
  * needed.
  */
 u32 kvmem_bitmap_to_ranges(const unsigned long *bitmap, u32 npages,
-			  struct kvmem_range *ranges, u32 max)
+			   struct kvmem_range *ranges, u32 max)
 {
 	unsigned int start = 0, end;
 	u32 n = 0;

@@ -79,7 +79,7 @@ void kvmem_region_put(struct kvmem_region *r)
  * Return: the region, ERR_PTR(-EINVAL) or ERR_PTR(-ENOMEM).
  */
 struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
-				       const struct kvmem_ops *ops, void *priv)
+					 const struct kvmem_ops *ops, void *priv)
 {
 	struct kvmem_region *r;
 	u32 i;
@@ -211,7 +211,7 @@ static bool kvmem_wait_done(struct kvmem_region *r, u32 idx, bool write)
  * stays outstanding.
  */
 static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
-				   bool write, struct vm_fault *vmf)
+				    bool write, struct vm_fault *vmf)
 {
 	bool call;
 

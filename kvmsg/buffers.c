@@ -1,19 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvmsg buffers of an endpoint: allocation, DMA mapping, the initial
- * receive ring, reclaim at teardown and freeing.
+ * kvmsg's side of an endpoint's life: the hooks kverbs calls
+ * (kvmsg_upper_ops), buffer allocation and DMA mapping, the initial receive
+ * ring, reclaim at teardown and freeing.
  *
- * Sizing: the domain's kverbs_ep_budget(): depth receive buffers, depth +
- * 1 send buffers (the extra one carries credit-only messages, so returning
- * credits never waits for a data buffer), each sizeof(struct kvmsg_hdr) +
- * max_msg bytes, and depth slots for RDMA operations and registrations.
+ * Sizing (the upper part of kverbs_ep_budget()): depth receive buffers,
+ * depth + 1 send buffers (the extra one carries credit-only messages, so
+ * returning credits never waits for a data buffer), each
+ * sizeof(struct kvmsg_hdr) + max_msg bytes.  Buffers come from kmalloc, so
+ * a size just above a power of two wastes up to half of its allocation:
+ * choose max_msg as a power of two minus the 16-byte header for the
+ * tightest fit (Documentation/kvmsg.rst).
  */
 #include <linux/slab.h>
 
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
+
+static int kvmsg_domain_init(struct kverbs_domain *dom,
+			     const struct kverbs_domain_attr *attr,
+			     struct kverbs_ep_budget *b)
+{
+	struct kvmsg_domain *md = &dom->msg;
+
+	if (!attr->msg || !attr->msg->recv || !attr->msg->send_done)
+		return -EINVAL;
+	md->ops = attr->msg;
+	INIT_WORK(&md->defer_work, kvmsg_defer_work);
+	spin_lock_init(&md->defer_lock);
+	INIT_LIST_HEAD(&md->defer_list);
+	b->upper_send = attr->depth + 1;
+	b->upper_recv = attr->depth;
+	return 0;
+}
 
 static void *kvmsg_buf_alloc(struct ib_device *dev, u32 size,
-			    enum dma_data_direction dir, u64 *dma)
+			     enum dma_data_direction dir, u64 *dma)
 {
 	void *p = kmalloc(size, GFP_KERNEL);
 
@@ -27,79 +48,28 @@ static void *kvmsg_buf_alloc(struct ib_device *dev, u32 size,
 	return p;
 }
 
-/**
- * kvmsg_ep_init - empty message state of a new endpoint
- * @ep: endpoint
- *
- * Context: any.
- */
-void kvmsg_ep_init(struct kverbs_ep *ep)
+/* Allocate and map an endpoint's buffers; the domain is bound. */
+static int kvmsg_ep_setup(struct kverbs_ep *ep)
 {
+	struct kverbs_domain *dom = ep->dom;
+	struct ib_device *dev = kverbs_ep_device(ep);
 	struct kvmsg_ep *m = &ep->msg;
+	int i;
 
 	INIT_LIST_HEAD(&m->tx_free);
 	INIT_LIST_HEAD(&m->pending);
-	INIT_LIST_HEAD(&m->op_free);
 	INIT_LIST_HEAD(&m->defer_node);
 	init_waitqueue_head(&m->tx_wait);
 	kvmsg_backlog_init(&m->backlog);
-}
-
-/**
- * kvmsg_ep_connected - the peer's depth is known: open the credit window
- * @ep: endpoint, under ep->lock, becoming CONNECTED
- *
- * Messages that arrived before this were queued for process context;
- * they go now.
- *
- * Context: any, ep->lock held.
- */
-void kvmsg_ep_connected(struct kverbs_ep *ep)
-{
-	kvmsg_credit_init(&ep->msg.credit, ep->peer_depth, ep->dom->depth);
-}
-
-/**
- * kvmsg_ep_setup - allocate and map an endpoint's buffers
- * @ep: endpoint whose domain is bound to a device
- *
- * Context: process; may sleep.
- * Return: 0 or -ENOMEM; on error kvmsg_ep_stop() and kvmsg_ep_free() undo
- * what was done.
- */
-int kvmsg_ep_setup(struct kverbs_ep *ep)
-{
-	struct kverbs_domain *dom = ep->dom;
-	struct ib_device *dev = dom->pd->device;
-	struct kvmsg_ep *m = &ep->msg;
-	u16 interval;
-	int i;
-
-	/* The sizes are the domain's queue budget, nothing else. */
-	m->nrx = dom->budget.nrx;
-	m->ntx = dom->budget.ntx;
-	m->nops = dom->budget.nops;
+	m->nrx = dom->budget.upper_recv;
+	m->ntx = dom->budget.upper_send;
 	m->buf_size = sizeof(struct kvmsg_hdr) + dom->max_msg;
 	m->max_kept = kvmsg_max_kept(dom->depth);
-	interval = dom->signal_interval ?: max(1, dom->depth / 4);
-	kvmsg_sq_init(&m->sq, m->ntx + m->nops, interval);
 
 	m->rx = kcalloc(m->nrx, sizeof(*m->rx), GFP_KERNEL);
 	m->tx = kcalloc(m->ntx, sizeof(*m->tx), GFP_KERNEL);
-	m->ops = kcalloc(m->nops, sizeof(*m->ops), GFP_KERNEL);
-	m->sq_ring = kcalloc(m->ntx + m->nops, sizeof(*m->sq_ring),
-			     GFP_KERNEL);
-	if (!m->rx || !m->tx || !m->ops || !m->sq_ring)
+	if (!m->rx || !m->tx)
 		return -ENOMEM;
-	for (i = 0; i < m->nops; i++) {
-		struct kvmsg_op *op = &m->ops[i];
-
-		op->wr.ep = ep;
-		op->wr.kind = KVMSG_WR_OP;
-		op->wr.cqe.done = kvmsg_wr_done;
-		list_add_tail(&op->node, &m->op_free);
-		m->op_nfree++;
-	}
 	m->mapped = true;
 
 	for (i = 0; i < m->nrx; i++) {
@@ -109,7 +79,7 @@ int kvmsg_ep_setup(struct kverbs_ep *ep)
 		rx->cqe.done = kvmsg_recv_done;
 		INIT_LIST_HEAD(&rx->node);
 		rx->data = kvmsg_buf_alloc(dev, m->buf_size, DMA_FROM_DEVICE,
-					  &rx->dma);
+					   &rx->dma);
 		if (!rx->data)
 			return -ENOMEM;
 	}
@@ -117,11 +87,11 @@ int kvmsg_ep_setup(struct kverbs_ep *ep)
 		struct kvmsg_buf *b = &m->tx[i];
 
 		b->wr.ep = ep;
-		b->wr.kind = KVMSG_WR_BUF;
-		b->wr.cqe.done = kvmsg_wr_done;
+		b->wr.ops = &kvmsg_buf_wr_ops;
+		b->wr.cqe.done = kverbs_sq_done;
 		b->ctrl = i == m->ntx - 1;
 		b->data = kvmsg_buf_alloc(dev, m->buf_size, DMA_TO_DEVICE,
-					 &b->dma);
+					  &b->dma);
 		if (!b->data)
 			return -ENOMEM;
 		if (!b->ctrl) {
@@ -134,14 +104,8 @@ int kvmsg_ep_setup(struct kverbs_ep *ep)
 	return 0;
 }
 
-/**
- * kvmsg_ep_post_ring - post the whole receive ring
- * @ep: endpoint with a QP, before it connects
- *
- * Context: process.
- * Return: 0 or the provider's error.
- */
-int kvmsg_ep_post_ring(struct kverbs_ep *ep)
+/* Post the whole receive ring; the QP exists, before it connects. */
+static int kvmsg_ep_start(struct kverbs_ep *ep)
 {
 	int i, ret;
 
@@ -153,53 +117,57 @@ int kvmsg_ep_post_ring(struct kverbs_ep *ep)
 	return 0;
 }
 
-/**
- * kvmsg_ep_stop - reclaim everything after the QP is drained
- * @ep: endpoint in CLOSING, QP drained or never connected
- *
- * ib_drain_qp() returns only after every posted WR completed or was
- * flushed (a flushed WR completes even when posted unsignaled), so what is
- * still on the books is the unsignaled tail that completed silently; it is
- * reclaimed here.  What still waits for a credit was never posted and is
- * failed now.  Receives waiting for process context
- * are dropped.
- *
- * Context: process; may sleep (waits for a running deferred handler).
+/*
+ * The peer's depth is known and the endpoint becomes CONNECTED in this
+ * critical section: open the credit window.  Until the user's ->connected
+ * returned, arrivals queue on the backlog: no ->recv() runs before or
+ * during ->connected().
  */
-void kvmsg_ep_stop(struct kverbs_ep *ep)
+static void kvmsg_ep_connected(struct kverbs_ep *ep)
 {
-	struct kverbs_domain *dom = ep->dom;
+	kvmsg_credit_init(&ep->msg.credit, ep->peer_depth, ep->dom->depth);
+	ep->msg.backlog.busy = true;
+}
+
+/* ->connected returned: dispatch what waited; the work marks it idle. */
+static void kvmsg_ep_opened(struct kverbs_ep *ep)
+{
+	kvmsg_schedule_defer(ep);
+}
+
+/*
+ * The QP is drained and the ledger reclaimed.  What still waits for a
+ * credit was never posted and is failed now; receives waiting for process
+ * context are dropped.  Waits for a running deferred handler.
+ */
+static void kvmsg_ep_stop(struct kverbs_ep *ep)
+{
+	struct kvmsg_domain *md = &ep->dom->msg;
 	struct kvmsg_ep *m = &ep->msg;
 	bool queued;
 
-	spin_lock_bh(&dom->defer_lock);
+	if (!m->rx)
+		return;		/* setup never ran */
+	/* Reservers sleeping for a buffer must see CLOSING, not wait on. */
+	wake_up_all(&m->tx_wait);
+	spin_lock_bh(&md->defer_lock);
 	queued = !list_empty(&m->defer_node);
 	list_del_init(&m->defer_node);
-	spin_unlock_bh(&dom->defer_lock);
+	spin_unlock_bh(&md->defer_lock);
 	if (queued)
 		kverbs_ep_put(ep);
 	/* A handler of this endpoint may be running in the deferral work. */
-	flush_work(&dom->defer_work);
+	flush_work(&md->defer_work);
 
-	kvmsg_reclaim_tail(ep);
 	kvmsg_fail_pending(ep);
-	WARN_ONCE(kvmsg_sq_used(&m->sq), "kverbs: %u sends not reclaimed\n",
-		  kvmsg_sq_used(&m->sq));
-	atomic64_add(atomic64_read(&m->stats.sent), &dom->closed_sent);
-	atomic64_add(atomic64_read(&m->stats.reclaimed),
-		     &dom->closed_reclaimed);
+	spin_lock_bh(&ep->lock);
+	atomic64_add(m->stats.sent, &md->closed_sent);
+	atomic64_add(m->stats.reclaimed, &md->closed_reclaimed);
+	spin_unlock_bh(&ep->lock);
 }
 
-/**
- * kvmsg_ep_unmap - end the device's access to the buffers
- * @ep: endpoint whose QP is drained or never connected
- *
- * Buffers stay allocated until the endpoint is freed, because a caller may
- * still hold a reserved or kept one.
- *
- * Context: process, dom->lock held (the domain is still bound).
- */
-void kvmsg_ep_unmap(struct kverbs_ep *ep)
+/* End the device's access to the buffers; they stay allocated. */
+static void kvmsg_ep_release(struct kverbs_ep *ep)
 {
 	struct kvmsg_ep *m = &ep->msg;
 	struct ib_device *dev;
@@ -208,7 +176,7 @@ void kvmsg_ep_unmap(struct kverbs_ep *ep)
 	lockdep_assert_held(&ep->dom->lock);
 	if (!m->mapped)
 		return;
-	dev = ep->dom->pd->device;
+	dev = kverbs_ep_device(ep);
 	for (i = 0; m->rx && i < m->nrx && m->rx[i].data; i++)
 		ib_dma_unmap_single(dev, m->rx[i].dma, m->buf_size,
 				    DMA_FROM_DEVICE);
@@ -218,13 +186,7 @@ void kvmsg_ep_unmap(struct kverbs_ep *ep)
 	m->mapped = false;
 }
 
-/**
- * kvmsg_ep_free - free the buffers of an endpoint being released
- * @ep: endpoint; nobody holds a buffer of it any more
- *
- * Context: any.
- */
-void kvmsg_ep_free(struct kverbs_ep *ep)
+static void kvmsg_ep_free(struct kverbs_ep *ep)
 {
 	struct kvmsg_ep *m = &ep->msg;
 	int i;
@@ -235,16 +197,12 @@ void kvmsg_ep_free(struct kverbs_ep *ep)
 		kfree(m->tx[i].data);
 	kfree(m->rx);
 	kfree(m->tx);
-	kfree(m->ops);
-	kfree(m->sq_ring);
-	m->ops = NULL;
 	m->rx = NULL;
 	m->tx = NULL;
-	m->sq_ring = NULL;
 }
 
 /**
- * kvmsg_ep_mem - memory an endpoint's messaging uses
+ * kvmsg_ep_mem - memory an endpoint uses, messaging and ledger
  * @ep: endpoint
  *
  * Context: any.
@@ -256,6 +214,49 @@ size_t kvmsg_ep_mem(const struct kverbs_ep *ep)
 
 	return sizeof(*ep) + (size_t)m->nrx * (sizeof(*m->rx) + m->buf_size) +
 	       (size_t)m->ntx * (sizeof(*m->tx) + m->buf_size) +
-	       (size_t)m->nops * sizeof(*m->ops) +
-	       (size_t)(m->ntx + m->nops) * sizeof(*m->sq_ring);
+	       (size_t)ep->sq.nops * sizeof(*ep->sq.ops) +
+	       (size_t)ep->sq.ledger.size * sizeof(*ep->sq.ring);
 }
+
+static void kvmsg_show_domain(struct seq_file *sf, struct kverbs_domain *dom)
+{
+	seq_printf(sf, " closed_sent %lld closed_reclaimed %lld",
+		   atomic64_read(&dom->msg.closed_sent),
+		   atomic64_read(&dom->msg.closed_reclaimed));
+}
+
+static void kvmsg_show_ep(struct seq_file *sf, struct kverbs_ep *ep)
+{
+	struct kvmsg_ep *m = &ep->msg;
+	struct kvmsg_stats st;
+	u32 avail, ungranted, kept;
+
+	spin_lock_bh(&ep->lock);
+	st = m->stats;
+	avail = m->credit.avail;
+	ungranted = m->credit.ungranted;
+	kept = m->kept;
+	spin_unlock_bh(&ep->lock);
+
+	seq_printf(sf, " sent %llu received %llu reclaimed %llu",
+		   st.sent, st.received, st.reclaimed);
+	seq_printf(sf, " credits %u ungranted %u granted %llu credit_msgs %llu stalls %llu",
+		   avail, ungranted, st.credits_granted, st.credit_msgs,
+		   st.stalls);
+	seq_printf(sf, " deferrals %llu polled %llu kept %u proto_errors %llu rejected %llu dropped %llu mem=%zu",
+		   st.deferrals, st.polled, kept, st.proto_errors, st.rejected,
+		   st.dropped, kvmsg_ep_mem(ep));
+}
+
+const struct kverbs_upper_ops kvmsg_upper_ops = {
+	.domain_init = kvmsg_domain_init,
+	.setup = kvmsg_ep_setup,
+	.start = kvmsg_ep_start,
+	.connected = kvmsg_ep_connected,
+	.opened = kvmsg_ep_opened,
+	.stop = kvmsg_ep_stop,
+	.release = kvmsg_ep_release,
+	.free = kvmsg_ep_free,
+	.show_domain = kvmsg_show_domain,
+	.show_ep = kvmsg_show_ep,
+};

@@ -7,7 +7,7 @@
 #include <linux/kernel.h>
 #include <linux/limits.h>
 
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
 
 /**
  * kvmsg_max_kept - receive buffers of one endpoint a handler may keep
@@ -117,95 +117,6 @@ bool kvmsg_credit_want_ctrl(const struct kvmsg_credit *c)
 	return c->ungranted >= c->threshold && c->avail;
 }
 EXPORT_SYMBOL_IF_KUNIT(kvmsg_credit_want_ctrl);
-
-/**
- * kvmsg_sq_init - empty send queue
- * @sq: bookkeeping
- * @size: entries, one per send buffer
- * @interval: signal at least every this many WRs (1..@size)
- *
- * Context: any.
- */
-void kvmsg_sq_init(struct kvmsg_sq *sq, u32 size, u32 interval)
-{
-	sq->size = size;
-	sq->head = 0;
-	sq->tail = 0;
-	sq->interval = clamp(interval, 1U, size);
-	sq->unsignaled = 0;
-}
-EXPORT_SYMBOL_IF_KUNIT(kvmsg_sq_init);
-
-/**
- * kvmsg_sq_used - posted WRs not yet reclaimed
- * @sq: bookkeeping
- *
- * Context: any.
- * Return: entries in use.
- */
-u32 kvmsg_sq_used(const struct kvmsg_sq *sq)
-{
-	return sq->head - sq->tail;
-}
-EXPORT_SYMBOL_IF_KUNIT(kvmsg_sq_used);
-
-/**
- * kvmsg_sq_post - account for one WR about to be posted
- * @sq: bookkeeping; must not be full
- * @want_signal: the caller needs this WR's completion
- * @last_buffer: the WR holds the last free buffer of its pool
- * @pos: set to the WR's position
- *
- * Context: any.
- * Return: true if the WR must be posted signaled.
- */
-bool kvmsg_sq_post(struct kvmsg_sq *sq, bool want_signal, bool last_buffer,
-		  u32 *pos)
-{
-	bool sig;
-
-	*pos = sq->head++;
-	sig = want_signal || last_buffer || kvmsg_sq_used(sq) == sq->size ||
-	      ++sq->unsignaled >= sq->interval;
-	if (sig)
-		sq->unsignaled = 0;
-	return sig;
-}
-EXPORT_SYMBOL_IF_KUNIT(kvmsg_sq_post);
-
-/**
- * kvmsg_sq_unpost - undo the last kvmsg_sq_post() after a failed post
- * @sq: bookkeeping
- * @unsignaled: @sq->unsignaled before that call
- *
- * Context: any, under the same lock as the kvmsg_sq_post().
- */
-void kvmsg_sq_unpost(struct kvmsg_sq *sq, u32 unsignaled)
-{
-	sq->head--;
-	sq->unsignaled = unsignaled;
-}
-EXPORT_SYMBOL_IF_KUNIT(kvmsg_sq_unpost);
-
-/**
- * kvmsg_sq_reclaim - the WR at @pos completed or was flushed
- * @sq: bookkeeping
- * @pos: its position
- *
- * Context: any.
- * Return: how many entries, from the old tail on, are now reclaimed; 0 if
- * @pos was reclaimed already or was never posted.
- */
-u32 kvmsg_sq_reclaim(struct kvmsg_sq *sq, u32 pos)
-{
-	u32 n = pos - sq->tail + 1;
-
-	if (n > kvmsg_sq_used(sq))
-		return 0;
-	sq->tail += n;
-	return n;
-}
-EXPORT_SYMBOL_IF_KUNIT(kvmsg_sq_reclaim);
 
 /**
  * kvmsg_backlog_init - empty backlog

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * kvmsg tracepoints: events/kvmsg/ in tracefs.
+ * kvmsg tracepoints: events/kvmsg/ in tracefs.  Every event is keyed by
+ * stable ids, the domain's name, the endpoint's id in its domain and its
+ * QP number, never by a pointer.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM kvmsg
@@ -10,81 +12,94 @@
 
 #include <linux/tracepoint.h>
 
-struct kverbs_ep;
+#define kvmsg_show_type(t)					\
+	__print_symbolic(t, { KVMSG_TYPE_DATA, "data" },	\
+			 { KVMSG_TYPE_CREDIT, "credit" })
 
-TRACE_EVENT(kvmsg_send,
-	    TP_PROTO(const struct kverbs_ep *ep, u32 seq, u32 len,
-		     u16 credits, bool signaled),
-	    TP_ARGS(ep, seq, len, credits, signaled),
-	    TP_STRUCT__entry(__field(const void *, ep)
-			     __field(u32, seq)
-			     __field(u32, len)
-			     __field(u16, credits)
-			     __field(bool, signaled)),
-	    TP_fast_assign(__entry->ep = ep;
-			   __entry->seq = seq;
-			   __entry->len = len;
-			   __entry->credits = credits;
-			   __entry->signaled = signaled;),
-	    TP_printk("ep=%p seq=%u len=%u grant=%u%s", __entry->ep,
-		      __entry->seq, __entry->len, __entry->credits,
-		      __entry->signaled ? " signaled" : "")
+DECLARE_EVENT_CLASS(kvmsg_msg_class,
+		    TP_PROTO(const struct kverbs_ep *ep, u32 seq, u32 len,
+			     u16 credits, u8 type, bool signaled),
+		    TP_ARGS(ep, seq, len, credits, type, signaled),
+		    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
+				     __field(u32, ep)
+				     __field(u32, qpn)
+				     __field(u32, seq)
+				     __field(u32, len)
+				     __field(u16, credits)
+				     __field(u8, type)
+				     __field(bool, signaled)),
+		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
+					       KVERBS_NAME_LEN);
+				   __entry->ep = ep->id;
+				   __entry->qpn = kverbs_ep_qpn(ep);
+				   __entry->seq = seq;
+				   __entry->len = len;
+				   __entry->credits = credits;
+				   __entry->type = type;
+				   __entry->signaled = signaled;),
+		    TP_printk("%s ep%u qpn=%u %s seq=%u len=%u grant=%u%s",
+			      __entry->dom, __entry->ep, __entry->qpn,
+			      kvmsg_show_type(__entry->type), __entry->seq,
+			      __entry->len, __entry->credits,
+			      __entry->signaled ? " signaled" : "")
 );
 
-TRACE_EVENT(kvmsg_recv,
-	    TP_PROTO(const struct kverbs_ep *ep, u32 seq, u32 len,
-		     u16 credits, u8 type),
-	    TP_ARGS(ep, seq, len, credits, type),
-	    TP_STRUCT__entry(__field(const void *, ep)
-			     __field(u32, seq)
-			     __field(u32, len)
-			     __field(u16, credits)
-			     __field(u8, type)),
-	    TP_fast_assign(__entry->ep = ep;
-			   __entry->seq = seq;
-			   __entry->len = len;
-			   __entry->credits = credits;
-			   __entry->type = type;),
-	    TP_printk("ep=%p seq=%u len=%u grant=%u type=%u", __entry->ep,
-		      __entry->seq, __entry->len, __entry->credits,
-		      __entry->type)
+DEFINE_EVENT(kvmsg_msg_class, kvmsg_send,
+	     TP_PROTO(const struct kverbs_ep *ep, u32 seq, u32 len,
+		      u16 credits, u8 type, bool signaled),
+	     TP_ARGS(ep, seq, len, credits, type, signaled));
+
+DEFINE_EVENT(kvmsg_msg_class, kvmsg_recv,
+	     TP_PROTO(const struct kverbs_ep *ep, u32 seq, u32 len,
+		      u16 credits, u8 type, bool signaled),
+	     TP_ARGS(ep, seq, len, credits, type, signaled));
+
+DECLARE_EVENT_CLASS(kvmsg_ep_class,
+		    TP_PROTO(const struct kverbs_ep *ep, u32 a, u32 b),
+		    TP_ARGS(ep, a, b),
+		    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
+				     __field(u32, ep)
+				     __field(u32, qpn)
+				     __field(u32, a)
+				     __field(u32, b)),
+		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
+					       KVERBS_NAME_LEN);
+				   __entry->ep = ep->id;
+				   __entry->qpn = kverbs_ep_qpn(ep);
+				   __entry->a = a;
+				   __entry->b = b;),
+		    TP_printk("%s ep%u qpn=%u seq=%u %s", __entry->dom,
+			      __entry->ep, __entry->qpn, __entry->a,
+			      __entry->b ? "behind" : "deferred")
 );
 
-TRACE_EVENT(kvmsg_defer,
-	    TP_PROTO(const struct kverbs_ep *ep, u32 seq, bool behind),
-	    TP_ARGS(ep, seq, behind),
-	    TP_STRUCT__entry(__field(const void *, ep)
-			     __field(u32, seq)
-			     __field(bool, behind)),
-	    TP_fast_assign(__entry->ep = ep;
-			   __entry->seq = seq;
-			   __entry->behind = behind;),
-	    TP_printk("ep=%p seq=%u %s", __entry->ep, __entry->seq,
-		      __entry->behind ? "queued behind backlog" :
-					"handler deferred")
-);
+/* a = the message's sequence number, b = 1 if it queued behind others */
+DEFINE_EVENT(kvmsg_ep_class, kvmsg_defer,
+	     TP_PROTO(const struct kverbs_ep *ep, u32 a, u32 b),
+	     TP_ARGS(ep, a, b));
 
-TRACE_EVENT(kvmsg_credit_stall,
-	    TP_PROTO(const struct kverbs_ep *ep, u32 avail, u32 ungranted),
-	    TP_ARGS(ep, avail, ungranted),
-	    TP_STRUCT__entry(__field(const void *, ep)
-			     __field(u32, avail)
-			     __field(u32, ungranted)),
-	    TP_fast_assign(__entry->ep = ep;
-			   __entry->avail = avail;
-			   __entry->ungranted = ungranted;),
-	    TP_printk("ep=%p credits=%u ungranted=%u", __entry->ep,
-		      __entry->avail, __entry->ungranted)
-);
+/* a = credits available, b = grants not sent yet */
+DEFINE_EVENT_PRINT(kvmsg_ep_class, kvmsg_credit_stall,
+		   TP_PROTO(const struct kverbs_ep *ep, u32 a, u32 b),
+		   TP_ARGS(ep, a, b),
+		   TP_printk("%s ep%u qpn=%u credits=%u ungranted=%u",
+			     __entry->dom, __entry->ep, __entry->qpn,
+			     __entry->a, __entry->b));
 
 TRACE_EVENT(kvmsg_error,
 	    TP_PROTO(const struct kverbs_ep *ep, const char *why),
 	    TP_ARGS(ep, why),
-	    TP_STRUCT__entry(__field(const void *, ep)
+	    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
+			     __field(u32, ep)
+			     __field(u32, qpn)
 			     __array(char, why, 40)),
-	    TP_fast_assign(__entry->ep = ep;
+	    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
+					       KVERBS_NAME_LEN);
+			   __entry->ep = ep->id;
+			   __entry->qpn = kverbs_ep_qpn(ep);
 			   strscpy(__entry->why, why, sizeof(__entry->why));),
-	    TP_printk("ep=%p %s", __entry->ep, __entry->why)
+	    TP_printk("%s ep%u qpn=%u %s", __entry->dom, __entry->ep,
+		      __entry->qpn, __entry->why)
 );
 
 #endif /* _KVMSG_TRACE_H */

@@ -9,7 +9,7 @@
  * cannot use yet, and never lost: the count is taken under ep->lock by the
  * same code that posts.
  */
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
 #include "kvmsg_trace.h"
 
 /**
@@ -25,7 +25,7 @@ int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
 	struct ib_sge sge = {
 		.addr = rx->dma,
 		.length = ep->msg.buf_size,
-		.lkey = ep->dom->pd->local_dma_lkey,
+		.lkey = kverbs_ep_lkey(ep),
 	};
 	struct ib_recv_wr wr = {
 		.wr_cqe = &rx->cqe,
@@ -43,12 +43,11 @@ int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
  */
 static void kvmsg_repost(struct kverbs_ep *ep, struct kvmsg_rx *rx)
 {
-	struct kverbs_domain *dom = ep->dom;
 	int ret = 0;
 
 	spin_lock_bh(&ep->lock);
 	if (ep->state == KVERBS_EP_CONNECTED) {
-		ib_dma_sync_single_for_device(dom->pd->device, rx->dma,
+		ib_dma_sync_single_for_device(kverbs_ep_device(ep), rx->dma,
 					      ep->msg.buf_size,
 					      DMA_FROM_DEVICE);
 		ret = kvmsg_post_recv(ep, rx);
@@ -59,19 +58,20 @@ static void kvmsg_repost(struct kverbs_ep *ep, struct kvmsg_rx *rx)
 	}
 	spin_unlock_bh(&ep->lock);
 	if (ret) {
-		pr_err_ratelimited("%s: receive repost failed: %d\n", dom->name,
-				   ret);
-		kverbs_ep_schedule_teardown(ep, ret);
+		kverbs_ep_log(err, ep, "receive repost failed: %d\n", ret);
+		kverbs_ep_fail(ep, ret);
 	}
 }
 
 static void kvmsg_proto_error(struct kverbs_ep *ep, const char *why, u32 seq)
 {
-	atomic64_inc(&ep->msg.stats.proto_errors);
+	spin_lock_bh(&ep->lock);
+	ep->msg.stats.proto_errors++;
+	spin_unlock_bh(&ep->lock);
 	trace_kvmsg_error(ep, why);
-	pr_warn_ratelimited("%s: dropping message %u from node %u: %s; closing the connection\n",
-			    ep->dom->name, seq, ep->peer_node, why);
-	kverbs_ep_schedule_teardown(ep, -EPROTO);
+	kverbs_ep_log(warn, ep, "dropping message %u from node %u: %s; closing the connection\n",
+		      seq, ep->peer_node, why);
+	kverbs_ep_fail(ep, -EPROTO);
 }
 
 /**
@@ -85,14 +85,15 @@ static void kvmsg_proto_error(struct kverbs_ep *ep, const char *why, u32 seq)
 void kvmsg_schedule_defer(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
+	struct kvmsg_domain *md = &dom->msg;
 
-	spin_lock_bh(&dom->defer_lock);
+	spin_lock_bh(&md->defer_lock);
 	if (list_empty(&ep->msg.defer_node)) {
-		kref_get(&ep->ref);
-		list_add_tail(&ep->msg.defer_node, &dom->defer_list);
+		kverbs_ep_get(ep);
+		list_add_tail(&ep->msg.defer_node, &md->defer_list);
 	}
-	spin_unlock_bh(&dom->defer_lock);
-	queue_work(dom->wq, &dom->defer_work);
+	spin_unlock_bh(&md->defer_lock);
+	queue_work(dom->wq, &md->defer_work);
 }
 
 /*
@@ -103,25 +104,52 @@ void kvmsg_schedule_defer(struct kverbs_ep *ep)
  * Whether the handler kept @rx is decided once, under ep->lock, when the
  * call is over: a release from another CPU during the call leaves the
  * re-post to us (@in_handler), so the buffer is re-posted exactly once.
+ *
+ * In SOFTIRQ and POLL the call is an atomic upcall (kverbs_upcall_begin()):
+ * the handler's own kvmsg and kverbs calls then never sleep, and the
+ * -EAGAIN they return is what it hands back to be deferred.  Any other
+ * error rejects the message and closes the endpoint.
  */
 static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
-			      enum kvmsg_ctx ctx, bool *defer)
+			       enum kvmsg_ctx ctx, bool *defer)
 {
-	enum kvmsg_verdict v;
+	bool atomic = ctx != KVMSG_CTX_PROCESS;
 	bool ours;
+	int ret;
 
 	rx->in_handler = true;
-	v = ep->dom->ops->recv(ep, rx, ctx);
+	if (atomic)
+		kverbs_upcall_begin();
+	ret = ep->dom->msg.ops->recv(ep, rx, ctx);
+	if (atomic)
+		kverbs_upcall_end();
+	/* An error because the endpoint is going down rejects nothing. */
+	if (ret && ret != -EAGAIN && READ_ONCE(ep->state) != KVERBS_EP_CONNECTED)
+		ret = 0;
+	if (ret == -EAGAIN && !atomic) {
+		kverbs_ep_log(warn, ep,
+			      "handler deferred in process context; message %u consumed\n",
+			      rx->seq);
+		ret = 0;
+	}
 	spin_lock_bh(&ep->lock);
 	rx->in_handler = false;
 	ours = !rx->kept;
-	*defer = ours && v == KVMSG_DEFER && ctx != KVMSG_CTX_PROCESS;
-	if (*defer)
+	*defer = ours && ret == -EAGAIN;
+	if (*defer) {
 		kvmsg_backlog_push_front(&ep->msg.backlog, rx);
+		ep->msg.stats.deferrals++;
+	} else if (ret && ret != -EAGAIN) {
+		ep->msg.stats.rejected++;
+	}
 	spin_unlock_bh(&ep->lock);
-	if (v == KVMSG_DEFER && ctx == KVMSG_CTX_PROCESS)
-		pr_warn_once("%s: handler deferred in process context; message consumed\n",
-			     ep->dom->name);
+	if (ret && ret != -EAGAIN) {
+		trace_kvmsg_error(ep, "message rejected by the handler");
+		kverbs_ep_log(warn, ep,
+			      "handler rejected message %u from node %u: %d; closing the connection\n",
+			      rx->seq, ep->peer_node, ret);
+		kverbs_ep_fail(ep, ret);
+	}
 	return ours;
 }
 
@@ -130,7 +158,7 @@ static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
  * ->connected or behind deferred messages, and is on the backlog already).
  */
 static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
-			  enum kvmsg_ctx ctx, bool queued)
+			   enum kvmsg_ctx ctx, bool queued)
 {
 	bool defer;
 
@@ -143,7 +171,6 @@ static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	if (!kvmsg_call_handler(ep, rx, ctx, &defer))
 		return;
 	if (defer) {
-		atomic64_inc(&ep->msg.stats.deferrals);
 		trace_kvmsg_defer(ep, rx->seq, false);
 		kvmsg_schedule_defer(ep);
 		return;
@@ -177,27 +204,24 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 			return;
 		atomic64_inc(&ep->stat_errors);
 		trace_kvmsg_error(ep, "receive completion failed");
-		pr_err_ratelimited("%s: receive completion failed: %s (%d), peer node %u\n",
-				   dom->name, ib_wc_status_msg(wc->status),
-				   wc->status, ep->peer_node);
-		kverbs_ep_schedule_teardown(ep, -EIO);
+		kverbs_ep_log(err, ep, "receive completion failed: %s (%d), peer node %u\n",
+			      ib_wc_status_msg(wc->status), wc->status,
+			      ep->peer_node);
+		kverbs_ep_fail(ep, -EIO);
 		return;
 	}
 
-	polled = kvmsg_polled(dom);
-	ib_dma_sync_single_for_cpu(dom->pd->device, rx->dma, wc->byte_len,
+	polled = kverbs_domain_polled(dom);
+	ib_dma_sync_single_for_cpu(kverbs_ep_device(ep), rx->dma, wc->byte_len,
 				   DMA_FROM_DEVICE);
 	e = kvmsg_hdr_check(rx->data, wc->byte_len, m->rx_seq, dom->max_msg,
-			   &rx->len, &credits, &type);
+			    &rx->len, &credits, &type);
 	if (e != KVMSG_WIRE_OK) {
 		kvmsg_proto_error(ep, kvmsg_wire_err_str(e), m->rx_seq);
 		return;
 	}
 	rx->seq = m->rx_seq++;
-	atomic64_inc(&m->stats.received);
-	if (polled)
-		atomic64_inc(&m->stats.polled);
-	trace_kvmsg_recv(ep, rx->seq, rx->len, credits, type);
+	trace_kvmsg_recv(ep, rx->seq, rx->len, credits, type, false);
 
 	/*
 	 * One critical section for the grant and the order check: a data
@@ -205,7 +229,11 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * ones) joins the backlog here.
 	 */
 	spin_lock_bh(&ep->lock);
+	m->stats.received++;
+	m->stats.polled += polled;
 	ret = kvmsg_credit_receive(&m->credit, credits);
+	if (!ret)
+		m->stats.credits_received += credits;
 	if (!ret && credits)
 		ret = kvmsg_flush_locked(ep);
 	queued = !ret && type == KVMSG_TYPE_DATA &&
@@ -216,14 +244,12 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_unlock_bh(&ep->lock);
 	if (ret == -EPROTO) {
 		kvmsg_proto_error(ep, "credits beyond the announced depth",
-				 rx->seq);
+				  rx->seq);
 		return;
 	} else if (ret) {
-		kverbs_ep_schedule_teardown(ep, ret);
+		kverbs_ep_fail(ep, ret);
 		return;
 	}
-	if (credits)
-		atomic64_add(credits, &m->stats.credits_received);
 
 	if (type == KVMSG_TYPE_CREDIT)
 		kvmsg_repost(ep, rx);
@@ -243,14 +269,14 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
 		spin_lock_bh(&ep->lock);
 		rx = kvmsg_backlog_next(&m->backlog);
 		live = ep->state == KVERBS_EP_CONNECTED;
+		/* Not live: teardown reclaims the ring; nobody sees this one. */
+		if (rx && !live)
+			m->stats.dropped++;
 		spin_unlock_bh(&ep->lock);
 		if (!rx)
 			return;
-		if (!live) {
-			/* Teardown reclaims the ring; nobody sees this one. */
-			atomic64_inc(&m->stats.dropped);
+		if (!live)
 			continue;
-		}
 		if (kvmsg_call_handler(ep, rx, KVMSG_CTX_PROCESS, &defer))
 			kvmsg_repost(ep, rx);
 		cond_resched();
@@ -259,7 +285,7 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
 
 /**
  * kvmsg_defer_work - the domain's process-context dispatcher
- * @work: kverbs_domain.defer_work
+ * @work: kvmsg_domain.defer_work
  *
  * One work item per domain, so deferred handlers of a domain never run
  * concurrently, and per-domain, so one domain's slow handler never delays
@@ -269,18 +295,18 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
  */
 void kvmsg_defer_work(struct work_struct *work)
 {
-	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
-						 defer_work);
+	struct kvmsg_domain *md = container_of(work, struct kvmsg_domain,
+					       defer_work);
 	struct kverbs_ep *ep;
 
 	for (;;) {
-		spin_lock_bh(&dom->defer_lock);
-		ep = list_first_entry_or_null(&dom->defer_list,
+		spin_lock_bh(&md->defer_lock);
+		ep = list_first_entry_or_null(&md->defer_list,
 					      struct kverbs_ep,
 					      msg.defer_node);
 		if (ep)
 			list_del_init(&ep->msg.defer_node);
-		spin_unlock_bh(&dom->defer_lock);
+		spin_unlock_bh(&md->defer_lock);
 		if (!ep)
 			return;
 		kvmsg_defer_ep(ep);

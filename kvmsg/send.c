@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kvmsg send path: reserve, send, the credit wait, selective signaling and
- * reclaim on completion.
+ * kvmsg send path: reserve, send, the credit wait, and what happens when
+ * kverbs' send-queue ledger reclaims a buffer.
  *
  * A buffer goes FREE -> RESERVED (kvmsg_reserve) -> PENDING (no credit
  * yet, queued in order) -> POSTED -> FREE (reclaimed by the completion of
  * its own WR or of any later one).  It is never reclaimed on the peer's
  * reply: until its WR completes the adapter may still retransmit from it.
  *
- * Every WR the library posts, data or credit-only, goes through
- * kvmsg_post_locked(), so one counter per QP decides signaling for all of
- * them and the send queue can never hold more WRs than it has entries.
+ * Every send, data or credit-only, goes through kvmsg_post_locked() into
+ * the ledger (kverbs_sq_post_locked()), which decides signaling for the
+ * whole send queue; a buffer asks for a signal when the caller wants
+ * ->send_done or when it is the last free one, so an exhausted pool is
+ * always refilled by a completion.
  */
 #include <linux/sched/signal.h>
 
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
 #include "kvmsg_trace.h"
 
 static struct kvmsg_buf *kvmsg_get_free_locked(struct kvmsg_ep *m)
@@ -31,7 +33,7 @@ static struct kvmsg_buf *kvmsg_get_free_locked(struct kvmsg_ep *m)
 }
 
 static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
-			     int *err)
+			      int *err)
 {
 	bool done = true;
 
@@ -50,7 +52,7 @@ static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
  * kvmsg_reserve - get a send buffer
  * @ep: connected endpoint
  * @len: payload bytes the caller will write, 1..kverbs_ep_max_send()
- * @flags: KVMSG_NOWAIT to fail instead of sleeping
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping
  *
  * Bounded by the endpoint's send buffers (its depth), never by credits:
  * a message without a credit waits inside kvmsg_send().  The buffer must be
@@ -58,20 +60,21 @@ static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
  * the pool.
  *
  * Context: process, may sleep (killable) until a buffer is reclaimed;
- * softirq with KVMSG_NOWAIT (never hard interrupt).
+ * never sleeps with KVERBS_NOWAIT or inside an atomic callback (a handler
+ * returns the -EAGAIN to be deferred).  Not hard interrupt.
  * Return: the buffer, or ERR_PTR: -EMSGSIZE for a bad @len, -EAGAIN
- * (KVMSG_NOWAIT and none free), -EINTR (fatal signal), -ENOTCONN or the
+ * (none free and not allowed to wait), -EINTR (fatal signal), -ENOTCONN or the
  * endpoint's error once it is not connected.
  */
 struct kvmsg_buf *kvmsg_reserve(struct kverbs_ep *ep, u32 len,
-			      unsigned int flags)
+				unsigned int flags)
 {
 	struct kvmsg_buf *b = NULL;
 	int err = 0;
 
 	if (!len || len > kverbs_ep_max_send(ep))
 		return ERR_PTR(-EMSGSIZE);
-	if (flags & KVMSG_NOWAIT) {
+	if (!kverbs_may_wait(flags)) {
 		if (!kvmsg_can_reserve(ep, &b, &err))
 			return ERR_PTR(-EAGAIN);
 	} else {
@@ -82,7 +85,7 @@ struct kvmsg_buf *kvmsg_reserve(struct kverbs_ep *ep, u32 len,
 	}
 	if (!b)
 		return ERR_PTR(err);
-	kref_get(&ep->ref);
+	kverbs_ep_get(ep);
 	return b;
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_reserve, KVERBS_NS);
@@ -100,7 +103,11 @@ void *kvmsg_buf_data(struct kvmsg_buf *buf)
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_buf_data, KVERBS_NS);
 
-/* Put reclaimed or never-posted buffers back; wake reservers. */
+/*
+ * Put a reclaimed or never-posted buffer back.  Reservers wait only while
+ * none is free and check under ep->lock, so waking them on the first free
+ * one, under the lock, loses no wake-up.
+ */
 static void kvmsg_put_free_locked(struct kvmsg_ep *m, struct kvmsg_buf *b)
 {
 	b->state = KVMSG_BUF_FREE;
@@ -109,40 +116,8 @@ static void kvmsg_put_free_locked(struct kvmsg_ep *m, struct kvmsg_buf *b)
 	if (b->ctrl)
 		return;
 	list_add(&b->node, &m->tx_free);
-	m->tx_nfree++;
-}
-
-/*
- * Account for @w in the send queue and post @wr.  The one place every WR
- * of the library goes through, so one counter decides signaling for all.
- * @last: @w holds the last free buffer or slot of its pool.
- */
-static int kvmsg_post_wr_locked(struct kverbs_ep *ep, struct kvmsg_wr *w,
-			       struct ib_send_wr *wr, bool want_signal,
-			       bool last, bool *signaled)
-{
-	struct kvmsg_ep *m = &ep->msg;
-	const struct ib_send_wr *bad;
-	u32 pos, unsignaled = m->sq.unsignaled;
-	bool sig;
-	int ret;
-
-	lockdep_assert_held(&ep->lock);
-	sig = kvmsg_sq_post(&m->sq, want_signal, last, &pos);
-	m->sq_ring[pos % m->sq.size] = w;
-	w->pos = pos;
-	wr->wr_cqe = &w->cqe;
-	if (sig)
-		wr->send_flags |= IB_SEND_SIGNALED;
-	ret = ib_post_send(ep->qp, wr, &bad);
-	if (ret) {
-		kvmsg_sq_unpost(&m->sq, unsignaled);
-		return ret;
-	}
-	if (sig)
-		atomic64_inc(&m->stats.signaled);
-	*signaled = sig;
-	return 0;
+	if (!m->tx_nfree++)
+		wake_up(&m->tx_wait);
 }
 
 /*
@@ -161,106 +136,32 @@ static int kvmsg_post_locked(struct kverbs_ep *ep, struct kvmsg_buf *b)
 	if (!kvmsg_credit_take(&m->credit, &grant))
 		return -EAGAIN;
 	kvmsg_hdr_fill(b->data, b->ctrl ? KVMSG_TYPE_CREDIT : KVMSG_TYPE_DATA,
-		      grant, m->tx_seq, b->len);
+		       grant, m->tx_seq, b->len);
 	sge.addr = b->dma;
 	sge.length = sizeof(struct kvmsg_hdr) + b->len;
-	sge.lkey = ep->dom->pd->local_dma_lkey;
-	ib_dma_sync_single_for_device(ep->dom->pd->device, b->dma, sge.length,
+	sge.lkey = kverbs_ep_lkey(ep);
+	ib_dma_sync_single_for_device(kverbs_ep_device(ep), b->dma, sge.length,
 				      DMA_TO_DEVICE);
 	wr.sg_list = &sge;
 	wr.num_sge = 1;
 	wr.opcode = IB_WR_SEND;
-	ret = kvmsg_post_wr_locked(ep, &b->wr, &wr,
-				  b->ctrl || (b->flags & KVMSG_NOTIFY),
-				  !b->ctrl && !m->tx_nfree, &sig);
+	ret = kverbs_sq_post_locked(ep, &b->wr, &wr,
+				    b->ctrl || (b->flags & KVMSG_NOTIFY) ||
+				    !m->tx_nfree, &sig);
 	if (ret) {
 		m->credit.avail++;
 		m->credit.ungranted += grant;
 		return ret;
 	}
-	trace_kvmsg_send(ep, m->tx_seq, b->len, grant, sig);
+	trace_kvmsg_send(ep, m->tx_seq, b->len, grant,
+			 b->ctrl ? KVMSG_TYPE_CREDIT : KVMSG_TYPE_DATA, sig);
 	m->tx_seq++;
 	b->state = KVMSG_BUF_POSTED;
-	atomic64_inc(&m->stats.sent);
-	atomic64_add(grant, &m->stats.credits_granted);
+	m->stats.sent++;
+	m->stats.credits_granted += grant;
 	if (b->ctrl)
-		atomic64_inc(&m->stats.credit_msgs);
+		m->stats.credit_msgs++;
 	return 0;
-}
-
-/**
- * kvmsg_op_get - take an operation slot of the send queue
- * @ep: connected endpoint
- * @flags: KVMSG_NOWAIT to fail instead of sleeping
- *
- * Context: process, may sleep (killable); softirq with KVMSG_NOWAIT.
- * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
- * endpoint's error.
- */
-struct kvmsg_op *kvmsg_op_get(struct kverbs_ep *ep, unsigned int flags)
-{
-	struct kvmsg_ep *m = &ep->msg;
-	struct kvmsg_op *op = NULL;
-	int err = 0;
-
-	if (!(flags & KVMSG_NOWAIT) &&
-	    wait_event_killable(m->tx_wait, READ_ONCE(m->op_nfree) ||
-				READ_ONCE(ep->state) != KVERBS_EP_CONNECTED))
-		return ERR_PTR(-EINTR);
-	spin_lock_bh(&ep->lock);
-	if (ep->state != KVERBS_EP_CONNECTED) {
-		err = ep->error ?: -ENOTCONN;
-	} else {
-		op = list_first_entry_or_null(&m->op_free, struct kvmsg_op,
-					      node);
-		if (op) {
-			list_del_init(&op->node);
-			m->op_nfree--;
-		} else {
-			err = -EAGAIN;
-		}
-	}
-	spin_unlock_bh(&ep->lock);
-	if (err == -EAGAIN && !(flags & KVMSG_NOWAIT))
-		return kvmsg_op_get(ep, flags);
-	return op ?: ERR_PTR(err);
-}
-
-/**
- * kvmsg_op_put - give back an operation slot that was not posted
- * @ep: endpoint
- * @op: slot from kvmsg_op_get()
- *
- * Context: any.
- */
-void kvmsg_op_put(struct kverbs_ep *ep, struct kvmsg_op *op)
-{
-	spin_lock_bh(&ep->lock);
-	list_add(&op->node, &ep->msg.op_free);
-	ep->msg.op_nfree++;
-	spin_unlock_bh(&ep->lock);
-	wake_up(&ep->msg.tx_wait);
-}
-
-/**
- * kvmsg_post_op_locked - post an RDMA operation or registration
- * @ep: endpoint
- * @op: slot from kvmsg_op_get(), with @done and @ctx set
- * @wr: the work request; signaled if @op->done is set
- *
- * Context: any, ep->lock held.
- * Return: 0, -ENOTCONN once the endpoint is going down, or the provider's
- * post error; the slot is the caller's again on error.
- */
-int kvmsg_post_op_locked(struct kverbs_ep *ep, struct kvmsg_op *op,
-			struct ib_send_wr *wr)
-{
-	bool sig;
-
-	if (ep->state != KVERBS_EP_CONNECTED)
-		return ep->error ?: -ENOTCONN;
-	return kvmsg_post_wr_locked(ep, &op->wr, wr, op->done,
-				   !ep->msg.op_nfree, &sig);
 }
 
 /**
@@ -287,7 +188,7 @@ int kvmsg_flush_locked(struct kverbs_ep *ep)
 		ret = kvmsg_post_locked(ep, b);
 		if (ret == -EAGAIN) {
 			trace_kvmsg_credit_stall(ep, m->credit.avail,
-						m->credit.ungranted);
+						 m->credit.ungranted);
 			return 0;
 		}
 		if (ret)
@@ -318,11 +219,13 @@ int kvmsg_flush_locked(struct kverbs_ep *ep)
  * (->send_done with -ECONNRESET if KVMSG_NOTIFY).
  *
  * Context: process or softirq, not hard interrupt; does not sleep.
- * Return: 0 when posted or queued; -EMSGSIZE, -ENOTCONN or the endpoint's
- * error (no ->send_done then), or the provider's post error.
+ * Return: 0 when the message is posted or queued: from then on a failure
+ * (a provider error closes the endpoint) reaches only ->send_done, if
+ * KVMSG_NOTIFY.  -EMSGSIZE, -ENOTCONN or the endpoint's error when it was
+ * not taken (no ->send_done then).
  */
 int kvmsg_send(struct kvmsg_buf *buf, u32 len, unsigned int flags,
-	      void *cookie)
+	       void *cookie)
 {
 	struct kverbs_ep *ep = buf->wr.ep;
 	struct kvmsg_ep *m = &ep->msg;
@@ -336,8 +239,6 @@ int kvmsg_send(struct kvmsg_buf *buf, u32 len, unsigned int flags,
 	}
 	if (!len || len > kverbs_ep_max_send(ep))
 		ret = -EMSGSIZE;
-	else if ((flags & KVMSG_NOTIFY) && !ep->dom->ops->send_done)
-		ret = -EINVAL;
 	else if (ep->state != KVERBS_EP_CONNECTED)
 		ret = ep->error ?: -ENOTCONN;
 	else
@@ -349,18 +250,19 @@ int kvmsg_send(struct kvmsg_buf *buf, u32 len, unsigned int flags,
 		buf->state = KVMSG_BUF_PENDING;
 		list_add_tail(&buf->node, &m->pending);
 		if (!list_is_first(&buf->node, &m->pending))
-			atomic64_inc(&m->stats.stalls);
+			m->stats.stalls++;
+		/* An error posting this or an earlier message is the
+		 * endpoint's, not this call's: the message is taken.
+		 */
 		ret = kvmsg_flush_locked(ep);
 	} else {
 		kvmsg_put_free_locked(m, buf);
 	}
 	spin_unlock_bh(&ep->lock);
-	if (!queued)
-		wake_up(&m->tx_wait);
-	else if (ret)
-		kverbs_ep_schedule_teardown(ep, ret);
+	if (queued && ret)
+		kverbs_ep_fail(ep, ret);
 	kverbs_ep_put(ep);	/* the reservation's reference */
-	return ret;
+	return queued ? 0 : ret;
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_send, KVERBS_NS);
 
@@ -378,159 +280,46 @@ void kvmsg_unreserve(struct kvmsg_buf *buf)
 	if (!WARN_ON_ONCE(buf->state != KVMSG_BUF_RESERVED))
 		kvmsg_put_free_locked(&ep->msg, buf);
 	spin_unlock_bh(&ep->lock);
-	wake_up(&ep->msg.tx_wait);
 	kverbs_ep_put(ep);
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_unreserve, KVERBS_NS);
 
-/* Callbacks owed for reclaimed WRs, run after ep->lock is dropped. */
-struct kvmsg_notify {
-	struct {
-		struct kvmsg_op *op;	/* NULL: a buffer's ->send_done */
-		void *cookie;
-	} c[8];
-	unsigned int n;
-};
+/* The credit-message buffer came back: grants that waited for it may go. */
+static char kvmsg_ctrl_token;
 
-static void kvmsg_notify_flush(struct kverbs_ep *ep, struct kvmsg_notify *nt,
-			      int status)
+static bool kvmsg_buf_reclaim(struct kverbs_wr *w, void **arg)
 {
-	unsigned int i;
+	struct kvmsg_buf *b = container_of(w, struct kvmsg_buf, wr);
+	struct kvmsg_ep *m = &w->ep->msg;
+	bool owed = b->ctrl || (b->flags & KVMSG_NOTIFY);
 
-	for (i = 0; i < nt->n; i++) {
-		struct kvmsg_op *op = nt->c[i].op;
-
-		if (!op) {
-			ep->dom->ops->send_done(ep, nt->c[i].cookie, status);
-			continue;
-		}
-		if (op->done)
-			op->done(op->ctx, status);
-		kvmsg_op_put(ep, op);
-	}
-	nt->n = 0;
+	*arg = b->ctrl ? &kvmsg_ctrl_token : b->cookie;
+	kvmsg_put_free_locked(m, b);
+	m->stats.reclaimed++;
+	return owed;
 }
 
-/*
- * Reclaim every WR up to position @pos, which completed with @status, and
- * run the callbacks owed.  Returns whether the credit-message buffer was
- * among them.
- */
-static bool kvmsg_reclaim_through(struct kverbs_ep *ep, u32 pos, int status)
+static void kvmsg_buf_reclaimed(struct kverbs_ep *ep, void *arg, int status)
 {
-	struct kvmsg_ep *m = &ep->msg;
-	struct kvmsg_notify nt = { .n = 0 };
-	bool ctrl = false;
-	u32 n;
+	int ret;
 
+	if (arg != &kvmsg_ctrl_token) {
+		ep->dom->msg.ops->send_done(ep, arg, status);
+		return;
+	}
+	if (status)
+		return;
 	spin_lock_bh(&ep->lock);
-	n = kvmsg_sq_reclaim(&m->sq, pos);
-	while (n--) {
-		struct kvmsg_wr *w = m->sq_ring[(m->sq.tail - n - 1) %
-					       m->sq.size];
-		struct kvmsg_buf *b = container_of(w, struct kvmsg_buf, wr);
-		bool owed = w->kind == KVMSG_WR_OP || (b->flags & KVMSG_NOTIFY);
-
-		if (owed && nt.n == ARRAY_SIZE(nt.c)) {
-			spin_unlock_bh(&ep->lock);
-			kvmsg_notify_flush(ep, &nt, status);
-			spin_lock_bh(&ep->lock);
-		}
-		if (w->kind == KVMSG_WR_OP) {
-			nt.c[nt.n].op = container_of(w, struct kvmsg_op, wr);
-			nt.c[nt.n++].cookie = NULL;
-			continue;
-		}
-		if (owed) {
-			nt.c[nt.n].op = NULL;
-			nt.c[nt.n++].cookie = b->cookie;
-		}
-		ctrl |= b->ctrl;
-		kvmsg_put_free_locked(m, b);
-		atomic64_inc(&m->stats.reclaimed);
-	}
+	ret = kvmsg_flush_locked(ep);
 	spin_unlock_bh(&ep->lock);
-	wake_up(&m->tx_wait);
-	kvmsg_notify_flush(ep, &nt, status);
-	return ctrl;
-}
-
-static int kvmsg_wc_errno(enum ib_wc_status st)
-{
-	switch (st) {
-	case IB_WC_SUCCESS:
-		return 0;
-	case IB_WC_WR_FLUSH_ERR:
-		return -ECONNRESET;
-	case IB_WC_REM_ACCESS_ERR:
-	case IB_WC_REM_INV_REQ_ERR:
-	case IB_WC_REM_OP_ERR:
-		return -EREMOTEIO;
-	default:
-		return -EIO;
-	}
-}
-
-/**
- * kvmsg_wr_done - completion of a send-queue WR, signaled or flushed
- * @cq: the domain's CQ
- * @wc: work completion
- *
- * Reclaims the WR and every earlier one still outstanding.
- *
- * Context: softirq (CQ callback), serialised per domain by the CQ's poller.
- */
-void kvmsg_wr_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct kvmsg_wr *w = container_of(wc->wr_cqe, struct kvmsg_wr, cqe);
-	struct kverbs_ep *ep = w->ep;
-	int status = kvmsg_wc_errno(wc->status);
-	int ret = 0;
-
-	/* A freed credit-message buffer may be what grants waited for. */
-	if (kvmsg_reclaim_through(ep, w->pos, status) && !status) {
-		spin_lock_bh(&ep->lock);
-		ret = kvmsg_flush_locked(ep);
-		spin_unlock_bh(&ep->lock);
-	}
-
-	if (status && status != -ECONNRESET) {
-		atomic64_inc(&ep->stat_errors);
-		trace_kvmsg_error(ep, ib_wc_status_msg(wc->status));
-		pr_err_ratelimited("%s: %s completion failed: %s (%d), peer node %u\n",
-				   ep->dom->name,
-				   w->kind == KVMSG_WR_OP ? "operation" : "send",
-				   ib_wc_status_msg(wc->status), wc->status,
-				   ep->peer_node);
-		ret = status;
-	}
 	if (ret)
-		kverbs_ep_schedule_teardown(ep, ret);
+		kverbs_ep_fail(ep, ret);
 }
 
-/**
- * kvmsg_reclaim_tail - reclaim the unsignaled tail of a drained QP
- * @ep: endpoint in teardown
- *
- * Unsignaled WRs that completed successfully produce no completion, and
- * the drain WR's completion belongs to ib_drain_qp(), so WRs posted after
- * the last signaled one are still on the books: they are all done once the
- * drain returned.  Without this they would leak across a reconnect.
- *
- * Context: process, after ib_drain_qp().
- */
-void kvmsg_reclaim_tail(struct kverbs_ep *ep)
-{
-	struct kvmsg_sq *sq = &ep->msg.sq;
-	u32 used, last;
-
-	spin_lock_bh(&ep->lock);
-	used = kvmsg_sq_used(sq);
-	last = sq->head - 1;
-	spin_unlock_bh(&ep->lock);
-	if (used)
-		kvmsg_reclaim_through(ep, last, 0);
-}
+const struct kverbs_wr_ops kvmsg_buf_wr_ops = {
+	.reclaim = kvmsg_buf_reclaim,
+	.done = kvmsg_buf_reclaimed,
+};
 
 /**
  * kvmsg_fail_pending - fail what never got a credit
@@ -541,25 +330,23 @@ void kvmsg_reclaim_tail(struct kverbs_ep *ep)
 void kvmsg_fail_pending(struct kverbs_ep *ep)
 {
 	struct kvmsg_ep *m = &ep->msg;
-	struct kvmsg_notify nt = { .n = 0 };
+	void *cookies[8];
+	unsigned int i, n;
 	struct kvmsg_buf *b;
 
-	spin_lock_bh(&ep->lock);
-	while ((b = list_first_entry_or_null(&m->pending, struct kvmsg_buf,
-					     node))) {
-		list_del_init(&b->node);
-		if (b->flags & KVMSG_NOTIFY) {
-			if (nt.n == ARRAY_SIZE(nt.c)) {
-				spin_unlock_bh(&ep->lock);
-				kvmsg_notify_flush(ep, &nt, -ECONNRESET);
-				spin_lock_bh(&ep->lock);
-			}
-			nt.c[nt.n].op = NULL;
-			nt.c[nt.n++].cookie = b->cookie;
+	do {
+		n = 0;
+		spin_lock_bh(&ep->lock);
+		while (n < ARRAY_SIZE(cookies) &&
+		       (b = list_first_entry_or_null(&m->pending,
+						     struct kvmsg_buf, node))) {
+			list_del_init(&b->node);
+			if (b->flags & KVMSG_NOTIFY)
+				cookies[n++] = b->cookie;
+			kvmsg_put_free_locked(m, b);
 		}
-		kvmsg_put_free_locked(m, b);
-	}
-	spin_unlock_bh(&ep->lock);
-	wake_up(&m->tx_wait);
-	kvmsg_notify_flush(ep, &nt, -ECONNRESET);
+		spin_unlock_bh(&ep->lock);
+		for (i = 0; i < n; i++)
+			ep->dom->msg.ops->send_done(ep, cookies[i], -ECONNRESET);
+	} while (n == ARRAY_SIZE(cookies));
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /* Instantiates the kvmsg tracepoints declared in kvmsg_trace.h. */
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
 
 #define CREATE_TRACE_POINTS
 #include "kvmsg_trace.h"

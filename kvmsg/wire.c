@@ -5,7 +5,7 @@
  */
 #include <linux/kernel.h>
 
-#include "../kverbs/kverbs-pri.h"
+#include "kvmsg-pri.h"
 
 static const char * const kvmsg_wire_err_names[] = {
 	[KVMSG_WIRE_OK] = "ok",
@@ -41,7 +41,7 @@ EXPORT_SYMBOL_IF_KUNIT(kvmsg_wire_err_str);
  * Context: any.
  */
 void kvmsg_hdr_fill(struct kvmsg_hdr *h, u8 type, u16 credits, u32 seq,
-		   u32 len)
+		    u32 len)
 {
 	h->type = type;
 	h->flags = 0;
@@ -69,7 +69,7 @@ EXPORT_SYMBOL_IF_KUNIT(kvmsg_hdr_fill);
  * Return: KVMSG_WIRE_OK, or the first violation found.
  */
 enum kvmsg_wire_err kvmsg_hdr_check(const void *buf, u32 byte_len, u32 seq,
-				  u32 max_len, u32 *len, u16 *credits,
+				    u32 max_len, u32 *len, u16 *credits,
 				  u8 *type)
 {
 	const struct kvmsg_hdr *h = buf;

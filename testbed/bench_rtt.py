@@ -59,7 +59,7 @@ class Bench:
         r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} "
                    f"port={KPING_PORT} node_id=2 count={self.count} "
                    f"size={SIZE} mode={mode} outstanding={outstanding} "
-                   "rnr_retry=7; echo rc=$?; dmesg | grep 'kping: result'",
+                   "; echo rc=$?; dmesg | grep 'kping: result'",
                    timeout=900)
         if "rc=0" not in r.out:
             raise HarnessError(f"kping mode={mode} failed", r.out)

@@ -42,17 +42,17 @@ struct kvmem_ops {
 };
 
 struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
-				       const struct kvmem_ops *ops, void *priv);
+					 const struct kvmem_ops *ops, void *priv);
 void kvmem_region_destroy(struct kvmem_region *r);
 int kvmem_region_fd(struct kvmem_region *r);
 struct page **kvmem_region_pages(struct kvmem_region *r, u32 *npages);
 void *kvmem_region_priv(const struct kvmem_region *r);
 
 int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
-		 u32 nr, u32 prot);
+		  u32 nr, u32 prot);
 int kvmem_protect_nowait(struct kvmem_region *r,
-			const struct kvmem_range *ranges, u32 nr, u32 prot);
+			 const struct kvmem_range *ranges, u32 nr, u32 prot);
 int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
-			u32 prot);
+			 u32 prot);
 
 #endif /* _KVERBS_KVMEM_H */

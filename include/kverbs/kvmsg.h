@@ -19,7 +19,7 @@
  * ->recv() sees a message in place (zero copy) and only during the call;
  * the buffer is re-posted when it returns, unless kept with kvmsg_rx_keep().
  * A handler in an atomic context that needs to sleep, or finds no send
- * buffer, returns KVMSG_DEFER: the library calls it again, for the same
+ * buffer, returns -EAGAIN: the library calls it again, for the same
  * message and before any later message of that endpoint, in process
  * context on the domain's workqueue.
  *
@@ -34,18 +34,51 @@
 #include <kverbs/kverbs.h>
 
 struct kvmsg_buf;
+struct kvmsg_rx;
 
-/* kvmsg_reserve() flags */
-#define KVMSG_NOWAIT	0x1	/* do not sleep: -EAGAIN when no buffer is free */
+/**
+ * enum kvmsg_ctx - where a receive handler runs
+ * @KVMSG_CTX_SOFTIRQ: the domain CQ's softirq poll; must not sleep
+ * @KVMSG_CTX_POLL: the CQ's softirq poller run for a task in
+ *	kverbs_domain_poll(); must not sleep
+ * @KVMSG_CTX_PROCESS: the domain workqueue, after a deferral; may sleep
+ */
+enum kvmsg_ctx {
+	KVMSG_CTX_SOFTIRQ,
+	KVMSG_CTX_POLL,
+	KVMSG_CTX_PROCESS,
+};
+
+/**
+ * struct kvmsg_ops - message callbacks of a domain
+ * @recv: a message arrived.  @rx is valid only during the call unless
+ *	kept with kvmsg_rx_keep().  Calls for one endpoint are never
+ *	concurrent and come in the order the peer sent; calls in SOFTIRQ and
+ *	POLL are serialised domain-wide.  Return 0 when done with the
+ *	message; -EAGAIN (only from SOFTIRQ or POLL) to be called again for
+ *	it, before any later message of the endpoint, in PROCESS context; any
+ *	other negative errno rejects it as malformed: it is counted and the
+ *	endpoint is closed with that error.  Required.
+ * @send_done: a send posted with KVMSG_NOTIFY completed (@status 0) or was
+ *	flushed (@status < 0); exactly once per such send.  Required, so
+ *	that a domain is refused when it is created (-EINVAL), not when its
+ *	first notified send completes.  Context: softirq, or process during
+ *	teardown.
+ */
+struct kvmsg_ops {
+	int (*recv)(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+		    enum kvmsg_ctx ctx);
+	void (*send_done)(struct kverbs_ep *ep, void *cookie, int status);
+};
 
 /* kvmsg_send() flags */
 #define KVMSG_NOTIFY	0x1	/* signaled; ->send_done(cookie) exactly once */
 
 struct kvmsg_buf *kvmsg_reserve(struct kverbs_ep *ep, u32 len,
-			      unsigned int flags);
+				unsigned int flags);
 void *kvmsg_buf_data(struct kvmsg_buf *buf);
 int kvmsg_send(struct kvmsg_buf *buf, u32 len, unsigned int flags,
-	      void *cookie);
+	       void *cookie);
 void kvmsg_unreserve(struct kvmsg_buf *buf);
 
 const void *kvmsg_rx_data(const struct kvmsg_rx *rx);
@@ -54,7 +87,7 @@ struct kverbs_ep *kvmsg_rx_ep(const struct kvmsg_rx *rx);
 int kvmsg_rx_keep(struct kvmsg_rx *rx);
 void kvmsg_rx_release(struct kvmsg_rx *rx);
 
-long kvmsg_wait_poll(struct kverbs_domain *dom, struct completion *done,
-		    unsigned int poll_us, unsigned long timeout);
+int kvmsg_wait_poll_us(struct kverbs_domain *dom, struct completion *done,
+		       unsigned int poll_us, unsigned int timeout_us);
 
 #endif /* _KVERBS_KVMSG_H */

@@ -67,9 +67,6 @@ MODULE_PARM_DESC(max_msg, "largest message accepted");
 static uint timeout_ms = 10000;
 module_param(timeout_ms, uint, 0444);
 MODULE_PARM_DESC(timeout_ms, "connect and per-reply timeout");
-static ushort rnr_retry = 7;
-module_param(rnr_retry, ushort, 0444);
-MODULE_PARM_DESC(rnr_retry, "RNR retry count, 7 = infinite");
 static char *mode = "softirq";
 module_param(mode, charp, 0444);
 MODULE_PARM_DESC(mode, "where handlers run: softirq, wq or poll");
@@ -169,16 +166,19 @@ static bool kping_defer(enum kvmsg_ctx ctx)
 	return kping_mode == KPING_WQ && ctx != KVMSG_CTX_PROCESS;
 }
 
-static enum kvmsg_verdict kping_server_recv(struct kverbs_ep *ep,
-					   struct kvmsg_rx *rx,
-					   enum kvmsg_ctx ctx)
+/*
+ * The echo: a reply buffer, the bytes, a send.  In softirq the reserve
+ * does not sleep; its -EAGAIN (no free buffer) handed back defers the
+ * message to process context, where the reserve waits for one.
+ */
+static int kping_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			     enum kvmsg_ctx ctx)
 {
-	unsigned int rflags = ctx == KVMSG_CTX_PROCESS ? 0 : KVMSG_NOWAIT;
 	struct kvmsg_buf *b;
 	int ret;
 
 	if (kping_defer(ctx))
-		return KVMSG_DEFER;
+		return -EAGAIN;
 	if (kvmsg_rx_len(rx) >= sizeof(struct kping_msg) &&
 	    be32_to_cpu(((const struct kping_msg *)kvmsg_rx_data(rx))->magic) ==
 	    KPING_BURST_MAGIC) {
@@ -188,13 +188,13 @@ static enum kvmsg_verdict kping_server_recv(struct kverbs_ep *ep,
 				    KPING_BURST_MAGIC, p->burst_next))
 			p->burst_bad++;
 		p->burst_next++;
-		return KVMSG_DONE;
+		return 0;
 	}
-	b = kvmsg_reserve(ep, kvmsg_rx_len(rx), rflags);
+	b = kvmsg_reserve(ep, kvmsg_rx_len(rx), 0);
 	if (IS_ERR(b)) {
-		if (PTR_ERR(b) == -EAGAIN)
-			return KVMSG_DEFER;	/* no buffer: sleep for one */
 		ret = PTR_ERR(b);
+		if (ret == -EAGAIN)
+			return ret;
 		goto drop;
 	}
 	memcpy(kvmsg_buf_data(b), kvmsg_rx_data(rx), kvmsg_rx_len(rx));
@@ -202,12 +202,12 @@ static enum kvmsg_verdict kping_server_recv(struct kverbs_ep *ep,
 	if (ret)
 		goto drop;
 	atomic64_inc(&kping_echoed);
-	return KVMSG_DONE;
+	return 0;
 drop:
 	atomic64_inc(&kping_dropped);
 	pr_warn_ratelimited("echo to node %u failed: %d\n",
 			    kverbs_ep_peer_node(ep), ret);
-	return KVMSG_DONE;
+	return 0;
 }
 
 static struct kping_peer kping_no_peer;	/* when allocation failed */
@@ -235,16 +235,25 @@ static void kping_disconnected(struct kverbs_ep *ep, int err)
 		kfree(p);
 }
 
+/* Sends are never posted with KVMSG_NOTIFY here. */
+static void kping_send_done(struct kverbs_ep *ep, void *cookie, int status)
+{
+}
+
 static const struct kverbs_domain_ops kping_server_ops = {
 	.connected = kping_connected,
 	.disconnected = kping_disconnected,
+};
+
+static const struct kvmsg_ops kping_server_msg_ops = {
 	.recv = kping_server_recv,
+	.send_done = kping_send_done,
 };
 
 /* Send ping number c->sent, with *@bp if the caller reserved already. */
 static int kping_send_locked(struct kping_client *c, struct kvmsg_buf **bp)
 {
-	struct kvmsg_buf *b = *bp ?: kvmsg_reserve(c->ep, size, KVMSG_NOWAIT);
+	struct kvmsg_buf *b = *bp ?: kvmsg_reserve(c->ep, size, KVERBS_NOWAIT);
 	int ret;
 
 	if (IS_ERR(b))
@@ -286,19 +295,17 @@ static int kping_reply_locked(struct kping_client *c, struct kvmsg_rx *rx)
 	return 0;
 }
 
-static enum kvmsg_verdict kping_client_recv(struct kverbs_ep *ep,
-					   struct kvmsg_rx *rx,
-					   enum kvmsg_ctx ctx)
+static int kping_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			     enum kvmsg_ctx ctx)
 {
 	struct kping_client *c = kverbs_ep_priv(ep);
-	enum kvmsg_verdict v = KVMSG_DONE;
 	struct kvmsg_buf *b = NULL;
-	int ret = 0;
+	int v = 0, ret = 0;
 
-	if (!c || READ_ONCE(c->error))
-		return KVMSG_DONE;
+	if (READ_ONCE(c->error))
+		return 0;
 	if (kping_defer(ctx))
-		return KVMSG_DEFER;
+		return -EAGAIN;
 	if (ctx == KVMSG_CTX_PROCESS) {
 		b = kvmsg_reserve(ep, size, 0);
 		if (IS_ERR(b)) {
@@ -314,7 +321,7 @@ static enum kvmsg_verdict kping_client_recv(struct kverbs_ep *ep,
 	if (!ret && c->owed) {
 		ret = kping_send_locked(c, &b);
 		if (ret == -EAGAIN) {
-			v = KVMSG_DEFER;	/* no buffer: sleep for one */
+			v = -EAGAIN;	/* no buffer: sleep for one */
 			ret = 0;
 		} else if (!ret) {
 			c->owed = false;
@@ -328,8 +335,9 @@ static enum kvmsg_verdict kping_client_recv(struct kverbs_ep *ep,
 	return v;
 }
 
-static const struct kverbs_domain_ops kping_client_ops = {
+static const struct kvmsg_ops kping_client_msg_ops = {
 	.recv = kping_client_recv,
+	.send_done = kping_send_done,
 };
 
 static int kping_cmp_u64(const void *a, const void *b)
@@ -348,16 +356,17 @@ static int kping_parse_addr(const char *s, struct sockaddr_storage *ss)
 }
 
 static struct kverbs_domain *kping_domain(const struct kverbs_domain_ops *ops,
+					  const struct kvmsg_ops *msg,
 					  const char *name, u16 max_eps)
 {
 	struct kverbs_domain_attr attr = {
 		.ops = ops,
+		.msg = msg,
 		.name = name,
 		.node_id = node_id,
 		.depth = depth,
 		.max_msg = max_msg,
 		.max_eps = max_eps,
-		.rnr_retry = rnr_retry,
 	};
 
 	return kverbs_domain_create(&attr);
@@ -392,7 +401,6 @@ static int kping_run(struct kping_client *c)
 	unsigned int poll_us = kping_mode == KPING_POLL ? timeout_ms * 1000 : 0;
 	struct kvmsg_buf *b;
 	bool more = true;
-	long left;
 	u32 seen;
 	int ret;
 
@@ -414,11 +422,11 @@ static int kping_run(struct kping_client *c)
 	/* Fail when no reply came for timeout_ms, however long the run. */
 	for (;;) {
 		seen = READ_ONCE(c->replies);
-		left = kvmsg_wait_poll(kping_dom, &c->done, poll_us,
-				      msecs_to_jiffies(timeout_ms));
-		if (left < 0)
-			return -EINTR;
-		if (left > 0)
+		ret = kvmsg_wait_poll_us(kping_dom, &c->done, poll_us,
+					 timeout_ms * USEC_PER_MSEC);
+		if (ret == -EINTR)
+			return ret;
+		if (!ret)
 			return READ_ONCE(c->error);
 		if (READ_ONCE(c->replies) == seen) {
 			pr_err("no reply to ping %u within %u ms\n", seen,
@@ -471,19 +479,19 @@ static int kping_client(void)
 		goto out_free;
 	}
 
-	kping_dom = kping_domain(&kping_client_ops, "kping-client", 1);
+	kping_dom = kping_domain(NULL, &kping_client_msg_ops, "kping-client",
+				 1);
 	if (IS_ERR(kping_dom)) {
 		ret = PTR_ERR(kping_dom);
 		goto out_free;
 	}
 	c.ep = kverbs_ep_connect(kping_dom, (struct sockaddr *)&dst,
-				 timeout_ms);
+				 timeout_ms, &c);
 	if (IS_ERR(c.ep)) {
 		ret = PTR_ERR(c.ep);
 		pr_err("connect to %s port %u failed: %d\n", server, port, ret);
 		goto out_dom;
 	}
-	kverbs_ep_set_priv(c.ep, &c);
 	pr_info("connected to node %u at %s port %u, mode %s\n",
 		kverbs_ep_peer_node(c.ep), server, port,
 		kping_modes[kping_mode]);
@@ -525,7 +533,8 @@ static int kping_server(void)
 		.sin_addr.s_addr = htonl(INADDR_ANY),
 	};
 
-	kping_dom = kping_domain(&kping_server_ops, "kping-server", 8);
+	kping_dom = kping_domain(&kping_server_ops, &kping_server_msg_ops,
+				 "kping-server", 8);
 	if (IS_ERR(kping_dom))
 		return PTR_ERR(kping_dom);
 	kping_listener = kverbs_listen(kping_dom, (struct sockaddr *)&any);

@@ -5,22 +5,34 @@
  *   insmod krdma.ko                              # server
  *   insmod krdma.ko server=10.77.0.1 node_id=2   # client, runs the checks
  *
- * The server registers 16 pages holding a known pattern and tells the
- * client their address and rkey.  The client reads them with RDMA read,
- * overwrites them with RDMA write (the server checks), runs
- * compare-and-swap and fetch-and-add on the first word, asks the server to
- * unregister, and finally checks that a read through the old rkey is
- * refused.  The insmod fails with the first error.
+ * The server registers 16 pages holding a known pattern and describes them
+ * to the client as a struct kverbs_remote: an rkey and a length, which the
+ * client addresses by offset (no address of the server's travels).  The
+ * client reads them with RDMA read, overwrites them with RDMA write (the
+ * server checks), runs compare-and-swap and fetch-and-add on the first
+ * word, asks the server to unregister, and finally checks that a read
+ * through the old rkey is refused.  The insmod fails with the first error.
+ *
+ * Each region grants the peer only the access it needs: the server's
+ * region is read, written and updated atomically by the client, so it
+ * grants exactly that; the client's region is only the local side of its
+ * operations and grants the peer nothing.
+ *
+ * Both sides check every field of every message they receive and reject
+ * a malformed one, which closes the connection.
  *
  * Uses only the exported API (include/kverbs/).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/build_bug.h>
 #include <linux/completion.h>
+#include <linux/err.h>
 #include <linux/gfp.h>
 #include <linux/inet.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/string.h>
 
 #include <kverbs/kvmsg.h>
 #include <kverbs/kverbs.h>
@@ -38,17 +50,35 @@ MODULE_PARM_DESC(node_id, "this node's id, non-zero");
 #define KRDMA_PAGES	16
 #define KRDMA_LEN	(KRDMA_PAGES * PAGE_SIZE)
 
-enum krdma_type { KRDMA_HELLO = 1, KRDMA_INFO, KRDMA_CHECK, KRDMA_RESULT,
-		  KRDMA_UNREG, KRDMA_UNREG_DONE };
+/* What the client does to the server's region, and nothing more. */
+#define KRDMA_SERVER_ACCESS	(KVERBS_ACCESS_REMOTE_READ | \
+				 KVERBS_ACCESS_REMOTE_WRITE | \
+				 KVERBS_ACCESS_REMOTE_ATOMIC)
 
-struct krdma_msg {
-	u32 type;
-	s32 status;
-	u64 addr;
-	u64 len;
-	u32 rkey;
-	u32 pad;
+/* Requests from the client, each answered by the server with the next. */
+enum krdma_type {
+	KRDMA_HELLO = 1,	/* describe your region */
+	KRDMA_INFO,		/* @status, and @remote if 0 */
+	KRDMA_CHECK,		/* does your region hold pattern @salt? */
+	KRDMA_RESULT,		/* @status: 0 or -EBADMSG */
+	KRDMA_UNREG,		/* unregister your region */
+	KRDMA_UNREG_DONE,	/* its rkey is dead */
 };
+
+/*
+ * The message, both ways: fixed-size fields in host byte order (both
+ * nodes run the same architecture; struct kverbs_remote is laid out the
+ * same way).  Fields a message does not use are zero.
+ */
+struct krdma_msg {
+	u32 type;			/* enum krdma_type */
+	u32 salt;			/* KRDMA_CHECK: the pattern to expect */
+	s32 status;			/* replies: 0 or a -errno */
+	u32 reserved;
+	struct kverbs_remote remote;	/* KRDMA_INFO: the server's region */
+};
+
+static_assert(sizeof(struct krdma_msg) == 40);
 
 /* Pages and their region; one per server endpoint, one for the client. */
 struct krdma_mem {
@@ -104,7 +134,9 @@ static void krdma_mem_free(struct krdma_mem *m)
 	kfree(m);
 }
 
-static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt)
+/* Pages filled with pattern @salt, registered granting the peer @access. */
+static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt,
+					 u32 access)
 {
 	struct krdma_mem *m = kzalloc(sizeof(*m), GFP_KERNEL);
 	int i;
@@ -119,8 +151,7 @@ static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt)
 		}
 	}
 	krdma_fill(m, salt);
-	m->region = kverbs_region_register(ep, m->pages, KRDMA_PAGES,
-					   KVERBS_ACCESS_ALL);
+	m->region = kverbs_region_register(ep, m->pages, KRDMA_PAGES, access);
 	if (IS_ERR(m->region)) {
 		int err = PTR_ERR(m->region);
 
@@ -131,6 +162,7 @@ static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt)
 	return m;
 }
 
+/* Process context: the reserve sleeps until a send buffer is free. */
 static int krdma_send(struct kverbs_ep *ep, const struct krdma_msg *msg)
 {
 	struct kvmsg_buf *b = kvmsg_reserve(ep, sizeof(*msg), 0);
@@ -141,39 +173,83 @@ static int krdma_send(struct kverbs_ep *ep, const struct krdma_msg *msg)
 	return kvmsg_send(b, sizeof(*msg), 0, NULL);
 }
 
-/* Server: everything runs in process context, where registration sleeps. */
-static enum kvmsg_verdict krdma_server_recv(struct kverbs_ep *ep,
-					   struct kvmsg_rx *rx,
-					   enum kvmsg_ctx ctx)
+/* Copy a received message out, if it has the size of one. */
+static int krdma_msg_copy(const struct kvmsg_rx *rx, struct krdma_msg *m)
+{
+	if (kvmsg_rx_len(rx) != sizeof(*m))
+		return -EPROTO;
+	memcpy(m, kvmsg_rx_data(rx), sizeof(*m));
+	return 0;
+}
+
+static bool krdma_remote_is_zero(const struct kverbs_remote *r)
+{
+	return !memchr_inv(r, 0, sizeof(*r));
+}
+
+/* A request is its type and, for KRDMA_CHECK, a salt; nothing else. */
+static int krdma_request_check(const struct krdma_msg *m)
+{
+	switch (m->type) {
+	case KRDMA_HELLO:
+	case KRDMA_UNREG:
+		if (m->salt)
+			return -EPROTO;
+		break;
+	case KRDMA_CHECK:
+		break;
+	default:
+		return -EPROTO;
+	}
+	if (m->status || m->reserved || !krdma_remote_is_zero(&m->remote))
+		return -EPROTO;
+	return 0;
+}
+
+/* Never called: no message is sent with KVMSG_NOTIFY here. */
+static void krdma_send_done(struct kverbs_ep *ep, void *cookie, int status)
+{
+}
+
+/*
+ * Server: everything runs in process context, where registration sleeps;
+ * a message that arrives in softirq is deferred there with -EAGAIN.
+ */
+static int krdma_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			     enum kvmsg_ctx ctx)
 {
 	struct krdma_mem *m = kverbs_ep_priv(ep);
 	struct krdma_msg in, out = {};
+	int ret;
 
 	if (ctx != KVMSG_CTX_PROCESS)
-		return KVMSG_DEFER;
-	if (kvmsg_rx_len(rx) != sizeof(in))
-		return KVMSG_DONE;
-	memcpy(&in, kvmsg_rx_data(rx), sizeof(in));
+		return -EAGAIN;
+	ret = krdma_msg_copy(rx, &in);
+	if (!ret)
+		ret = krdma_request_check(&in);
+	if (ret)
+		return ret;	/* malformed: the connection is closed */
+
+	/* krdma_request_check() let only these three through. */
 	switch (in.type) {
 	case KRDMA_HELLO:
+		out.type = KRDMA_INFO;
 		if (!m) {
-			m = krdma_mem_alloc(ep, 1);
+			m = krdma_mem_alloc(ep, 1, KRDMA_SERVER_ACCESS);
 			if (IS_ERR(m)) {
 				out.status = PTR_ERR(m);
-				m = NULL;
+				break;
 			}
 			kverbs_ep_set_priv(ep, m);
 		}
-		out.type = KRDMA_INFO;
-		if (m) {
-			out.addr = kverbs_region_addr(m->region);
-			out.len = kverbs_region_len(m->region);
-			out.rkey = kverbs_region_rkey(m->region);
-		}
+		if (m->region)
+			kverbs_region_remote(m->region, &out.remote);
+		else
+			out.status = -ENOENT;	/* unregistered already */
 		break;
 	case KRDMA_CHECK:
 		out.type = KRDMA_RESULT;
-		out.status = m ? krdma_verify(m, in.status) : -ENOENT;
+		out.status = m ? krdma_verify(m, in.salt) : -ENOENT;
 		break;
 	case KRDMA_UNREG:
 		out.type = KRDMA_UNREG_DONE;
@@ -182,13 +258,13 @@ static enum kvmsg_verdict krdma_server_recv(struct kverbs_ep *ep,
 			m->region = NULL;
 		}
 		break;
-	default:
-		return KVMSG_DONE;
 	}
-	if (krdma_send(ep, &out))
-		pr_warn_ratelimited("reply to node %u failed\n",
-				    kverbs_ep_peer_node(ep));
-	return KVMSG_DONE;
+	/* A failed reply is no fault of the message: it is still consumed. */
+	ret = krdma_send(ep, &out);
+	if (ret)
+		pr_warn_ratelimited("reply to node %u failed: %d\n",
+				    kverbs_ep_peer_node(ep), ret);
+	return 0;
 }
 
 static void krdma_server_disconnected(struct kverbs_ep *ep, int err)
@@ -199,47 +275,79 @@ static void krdma_server_disconnected(struct kverbs_ep *ep, int err)
 
 static const struct kverbs_domain_ops krdma_server_ops = {
 	.disconnected = krdma_server_disconnected,
-	.recv = krdma_server_recv,
 };
 
-/* Client: one request outstanding; the handler copies the reply. */
+static const struct kvmsg_ops krdma_server_msg_ops = {
+	.recv = krdma_server_recv,
+	.send_done = krdma_send_done,
+};
+
+/*
+ * Client: one request outstanding; the handler checks and copies the
+ * reply.  @local is only ever the local side of the operations.
+ */
 struct krdma_client {
+	struct kverbs_ep *ep;
+	struct krdma_mem *local;
+	struct kverbs_remote remote;	/* the server's region */
 	struct completion reply;
-	struct krdma_msg msg;
+	u32 want;			/* reply type awaited; 0: none */
+	int reply_err;			/* the reply was malformed */
+	struct krdma_msg msg;		/* the reply */
 	struct completion op;
 	int op_status;
 };
 
-static enum kvmsg_verdict krdma_client_recv(struct kverbs_ep *ep,
-					   struct kvmsg_rx *rx,
-					   enum kvmsg_ctx ctx)
+/* A reply: the type awaited, a status, and a region in a good KRDMA_INFO. */
+static int krdma_reply_check(const struct krdma_msg *m, u32 want)
 {
-	struct krdma_client *c = kverbs_ep_priv(ep);
-
-	if (c && kvmsg_rx_len(rx) == sizeof(c->msg)) {
-		memcpy(&c->msg, kvmsg_rx_data(rx), sizeof(c->msg));
-		complete(&c->reply);
-	}
-	return KVMSG_DONE;
+	if (!want || m->type != want || m->salt || m->reserved ||
+	    m->status > 0 || m->status < -MAX_ERRNO)
+		return -EPROTO;
+	if (m->type != KRDMA_INFO || m->status)
+		return krdma_remote_is_zero(&m->remote) ? 0 : -EPROTO;
+	/* The server's whole region; its rkey is opaque to us. */
+	if (m->remote.offset || m->remote.len != KRDMA_LEN ||
+	    m->remote.reserved)
+		return -EPROTO;
+	return 0;
 }
 
-static const struct kverbs_domain_ops krdma_client_ops = {
+/* In softirq: copy, check, wake the task; a malformed reply wakes it too. */
+static int krdma_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			     enum kvmsg_ctx ctx)
+{
+	struct krdma_client *c = kverbs_ep_priv(ep);
+	int ret;
+
+	ret = krdma_msg_copy(rx, &c->msg);
+	if (!ret)
+		ret = krdma_reply_check(&c->msg, c->want);
+	c->want = 0;
+	c->reply_err = ret;
+	complete(&c->reply);
+	return ret;
+}
+
+static const struct kvmsg_ops krdma_client_msg_ops = {
 	.recv = krdma_client_recv,
+	.send_done = krdma_send_done,
 };
 
-static int krdma_ask(struct kverbs_ep *ep, struct krdma_client *c,
-		     u32 type, s32 arg, u32 want)
+/* Send request @type and wait for its reply @want; returns its status. */
+static int krdma_ask(struct krdma_client *c, u32 type, u32 salt, u32 want)
 {
-	struct krdma_msg m = { .type = type, .status = arg };
+	struct krdma_msg m = { .type = type, .salt = salt };
 	int ret;
 
 	reinit_completion(&c->reply);
-	ret = krdma_send(ep, &m);
+	c->want = want;
+	ret = krdma_send(c->ep, &m);
 	if (ret)
 		return ret;
 	if (!wait_for_completion_timeout(&c->reply, 10 * HZ))
 		return -ETIMEDOUT;
-	return c->msg.type == want ? c->msg.status : -EPROTO;
+	return c->reply_err ?: c->msg.status;
 }
 
 static void krdma_op_done(void *ctx, int status)
@@ -261,55 +369,109 @@ static int krdma_wait_op(struct krdma_client *c, int post)
 	return c->op_status;
 }
 
-static int krdma_checks(struct kverbs_ep *ep, struct krdma_client *c,
-			struct krdma_mem *lm)
+/*
+ * Describe an operation on @len bytes at @off in the server's region and
+ * at @local_off in ours; krdma_op_done() gets its status.
+ */
+static int krdma_op(struct krdma_client *c, struct kverbs_rdma_op *op,
+		    u64 local_off, u64 off, u32 len)
 {
-	u64 raddr, *word = page_address(lm->pages[0]), first;
-	u32 rkey;
+	*op = (struct kverbs_rdma_op){
+		.local = c->local->region,
+		.local_off = local_off,
+		.len = len,
+		.done = krdma_op_done,
+		.ctx = c,
+	};
+	return kverbs_remote_slice(&c->remote, off, len, &op->remote);
+}
+
+static int krdma_read(struct krdma_client *c, u64 local_off, u64 off,
+		      u32 len)
+{
+	struct kverbs_rdma_op op;
 	int ret;
 
-	ret = krdma_ask(ep, c, KRDMA_HELLO, 0, KRDMA_INFO);
-	if (ret || c->msg.len != KRDMA_LEN)
-		return ret ?: -EPROTO;
-	raddr = c->msg.addr;
-	rkey = c->msg.rkey;
-
-	ret = krdma_wait_op(c, kverbs_rdma_read(ep, lm->region, 0, raddr,
-						rkey, KRDMA_LEN, krdma_op_done,
-						c, 0));
+	ret = krdma_op(c, &op, local_off, off, len);
 	if (!ret)
-		ret = krdma_verify(lm, 1);
+		ret = kverbs_rdma_read(c->ep, &op, 0);
+	return krdma_wait_op(c, ret);
+}
+
+static int krdma_write(struct krdma_client *c, u64 local_off, u64 off,
+		       u32 len)
+{
+	struct kverbs_rdma_op op;
+	int ret;
+
+	ret = krdma_op(c, &op, local_off, off, len);
+	if (!ret)
+		ret = kverbs_rdma_write(c->ep, &op, 0);
+	return krdma_wait_op(c, ret);
+}
+
+/*
+ * Atomics act on the 8-byte word at @off; its previous value lands in the
+ * same word of ours.
+ */
+static int krdma_cmp_swap(struct krdma_client *c, u64 off, u64 compare,
+			  u64 swap)
+{
+	struct kverbs_rdma_op op;
+	int ret;
+
+	ret = krdma_op(c, &op, off, off, sizeof(u64));
+	if (!ret)
+		ret = kverbs_atomic_cmp_swap(c->ep, &op, compare, swap, 0);
+	return krdma_wait_op(c, ret);
+}
+
+static int krdma_fetch_add(struct krdma_client *c, u64 off, u64 add)
+{
+	struct kverbs_rdma_op op;
+	int ret;
+
+	ret = krdma_op(c, &op, off, off, sizeof(u64));
+	if (!ret)
+		ret = kverbs_atomic_fetch_add(c->ep, &op, add, 0);
+	return krdma_wait_op(c, ret);
+}
+
+static int krdma_checks(struct krdma_client *c)
+{
+	u64 *word = page_address(c->local->pages[0]), first;
+	int ret;
+
+	ret = krdma_ask(c, KRDMA_HELLO, 0, KRDMA_INFO);
+	if (ret)
+		return ret;
+	c->remote = c->msg.remote;	/* checked by krdma_reply_check() */
+
+	ret = krdma_read(c, 0, 0, KRDMA_LEN);
+	if (!ret)
+		ret = krdma_verify(c->local, 1);
 	if (ret) {
 		pr_err("RDMA read: %d\n", ret);
 		return ret;
 	}
-	krdma_fill(lm, 2);
+	krdma_fill(c->local, 2);
 	first = *word;
-	ret = krdma_wait_op(c, kverbs_rdma_write(ep, lm->region, 0, raddr,
-						 rkey, KRDMA_LEN,
-						 krdma_op_done, c, 0));
+	ret = krdma_write(c, 0, 0, KRDMA_LEN);
 	if (!ret)
-		ret = krdma_ask(ep, c, KRDMA_CHECK, 2, KRDMA_RESULT);
+		ret = krdma_ask(c, KRDMA_CHECK, 2, KRDMA_RESULT);
 	if (ret) {
 		pr_err("RDMA write: %d\n", ret);
 		return ret;
 	}
-	ret = krdma_wait_op(c, kverbs_atomic_cmp_swap(ep, lm->region, 0, raddr,
-						      rkey, first, 0x1234,
-						      krdma_op_done, c, 0));
+	ret = krdma_cmp_swap(c, 0, first, 0x1234);
 	if (!ret && *word != first)
 		ret = -EBADMSG;
 	if (!ret)
-		ret = krdma_wait_op(c, kverbs_atomic_fetch_add(ep, lm->region,
-							       0, raddr, rkey,
-							       5, krdma_op_done,
-							       c, 0));
+		ret = krdma_fetch_add(c, 0, 5);
 	if (!ret && *word != 0x1234)
 		ret = -EBADMSG;
-	if (!ret)
-		ret = krdma_wait_op(c, kverbs_rdma_read(ep, lm->region, 8,
-							raddr, rkey, 8,
-							krdma_op_done, c, 0));
+	if (!ret)	/* the server's first word into our second */
+		ret = krdma_read(c, sizeof(u64), 0, sizeof(u64));
 	if (!ret && word[1] != 0x1239)
 		ret = -EBADMSG;
 	if (ret) {
@@ -319,12 +481,10 @@ static int krdma_checks(struct kverbs_ep *ep, struct krdma_client *c,
 	}
 	pr_info("read, write, compare-and-swap and fetch-and-add ok\n");
 
-	ret = krdma_ask(ep, c, KRDMA_UNREG, 0, KRDMA_UNREG_DONE);
+	ret = krdma_ask(c, KRDMA_UNREG, 0, KRDMA_UNREG_DONE);
 	if (ret)
 		return ret;
-	ret = krdma_wait_op(c, kverbs_rdma_read(ep, lm->region, 0, raddr,
-						rkey, 64, krdma_op_done, c,
-						0));
+	ret = krdma_read(c, 0, 0, 64);
 	if (ret != -EREMOTEIO) {
 		pr_err("read through an invalidated rkey gave %d\n", ret);
 		return -EPROTO;
@@ -337,13 +497,14 @@ static int krdma_client(void)
 {
 	struct sockaddr_storage dst;
 	struct kverbs_domain_attr attr = {
-		.ops = &krdma_client_ops, .name = "krdma-client",
-		.node_id = node_id, .depth = 16, .max_msg = 256, .max_eps = 1,
-		.rnr_retry = 7,
+		.msg = &krdma_client_msg_ops,
+		.name = "krdma-client",
+		.node_id = node_id,
+		.depth = 16,
+		.max_msg = 256,
+		.max_eps = 1,
 	};
 	struct krdma_client c = {};
-	struct krdma_mem *lm;
-	struct kverbs_ep *ep;
 	char portstr[8];
 	int ret;
 
@@ -356,22 +517,22 @@ static int krdma_client(void)
 	krdma_dom = kverbs_domain_create(&attr);
 	if (IS_ERR(krdma_dom))
 		return PTR_ERR(krdma_dom);
-	ep = kverbs_ep_connect(krdma_dom, (struct sockaddr *)&dst, 10000);
-	if (IS_ERR(ep)) {
-		ret = PTR_ERR(ep);
+	c.ep = kverbs_ep_connect(krdma_dom, (struct sockaddr *)&dst, 10000, &c);
+	if (IS_ERR(c.ep)) {
+		ret = PTR_ERR(c.ep);
 		goto out_dom;
 	}
-	kverbs_ep_set_priv(ep, &c);
-	lm = krdma_mem_alloc(ep, 0);
-	if (IS_ERR(lm)) {
-		ret = PTR_ERR(lm);
+	/* Only the local side of our operations: the server gets no access. */
+	c.local = krdma_mem_alloc(c.ep, 0, 0);
+	if (IS_ERR(c.local)) {
+		ret = PTR_ERR(c.local);
+		c.local = NULL;
 		goto out_ep;
 	}
-	ret = krdma_checks(ep, &c, lm);
+	ret = krdma_checks(&c);
 out_ep:
-	kverbs_ep_close(ep);
-	if (!IS_ERR(lm))
-		krdma_mem_free(lm);
+	kverbs_ep_close(c.ep);
+	krdma_mem_free(c.local);
 out_dom:
 	kverbs_domain_destroy(krdma_dom);
 	krdma_dom = NULL;
@@ -386,9 +547,13 @@ static int krdma_server(void)
 		.sin_addr.s_addr = htonl(INADDR_ANY),
 	};
 	struct kverbs_domain_attr attr = {
-		.ops = &krdma_server_ops, .name = "krdma-server",
-		.node_id = node_id, .depth = 16, .max_msg = 256, .max_eps = 4,
-		.rnr_retry = 7,
+		.ops = &krdma_server_ops,
+		.msg = &krdma_server_msg_ops,
+		.name = "krdma-server",
+		.node_id = node_id,
+		.depth = 16,
+		.max_msg = 256,
+		.max_eps = 4,
 	};
 
 	krdma_dom = kverbs_domain_create(&attr);

@@ -177,3 +177,23 @@ class ExportPrefixes(unittest.TestCase):
         from testbed.suites import export_problems
         self.assertEqual(export_problems(
             [("kvmsg_send", "kverbs", "KVERBS")], {"kmsg_dump_register"}), [])
+
+
+class LayerCheck(unittest.TestCase):
+    """The one-way layering check catches a planted upward call."""
+
+    def test_planted(self):
+        import tempfile
+        from pathlib import Path
+        from testbed.suites import layer_violations
+        with tempfile.TemporaryDirectory() as d:
+            root = Path(d)
+            (root / "kverbs").mkdir()
+            (root / "kverbs" / "main.c").write_text("kvmsg_init();\n")
+            (root / "kverbs" / "ep.c").write_text(
+                "ok();\n\tkvmsg_ep_stop(ep);\n\tep->msg.kept = 0;\n")
+            bad = layer_violations(root)
+            self.assertEqual(len(bad), 2, bad)
+            self.assertIn("ep.c:2", bad[0])
+        from testbed.common import REPO
+        self.assertEqual(layer_violations(REPO), [])

@@ -16,26 +16,24 @@
  * lands on another CPU is processed there.
  *
  * Handlers run in softirq context either way; those run for a polling
- * task see KVMSG_CTX_POLL (kverbs_domain.poll_owner is its CPU + 1).
+ * task see KVMSG_CTX_POLL (kverbs_domain.poll_owner is its CPU + 1;
+ * kvmsg asks kverbs_domain_polled()).
  *
  * @poll_lock keeps the CQ from being freed while a task schedules its
  * poller: unbind clears @poll_cq under it before ib_free_cq(), which
  * waits for a scheduled instance to finish.
  */
-#include <linux/delay.h>
+#include "kverbs-pri.h"
 #include <linux/irq_poll.h>
-#include <linux/sched.h>
-
-#include "../kverbs/kverbs-pri.h"
 
 /**
- * kvmsg_polled - does this CQ callback run for a polling task
+ * kverbs_domain_polled - does this CQ callback run for a polling task
  * @dom: domain
  *
  * Context: CQ callback (softirq).
  * Return: true if a task in kverbs_domain_poll() on this CPU runs it.
  */
-bool kvmsg_polled(const struct kverbs_domain *dom)
+bool kverbs_domain_polled(const struct kverbs_domain *dom)
 {
 	return READ_ONCE(dom->poll_owner) == raw_smp_processor_id() + 1;
 }
@@ -68,34 +66,3 @@ int kverbs_domain_poll(struct kverbs_domain *dom)
 	return ret;
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_domain_poll, KVERBS_NS);
-
-/**
- * kvmsg_wait_poll - wait for a completion, busy-polling the CQ first
- * @dom: domain whose handler will complete @done
- * @done: what to wait for
- * @poll_us: how long to poll before sleeping; 0 sleeps at once
- * @timeout: bound on the whole wait, in jiffies
- *
- * Polling trades a CPU for the wake-up latency of the softirq path; the
- * caller chooses per call.  The task yields whenever the scheduler asks,
- * so on a single CPU it does not starve the provider's own work.
- *
- * Context: process; sleeps (killable).
- * Return: as wait_for_completion_killable_timeout(): > 0 when @done
- * completed, 0 on timeout, -ERESTARTSYS on a fatal signal.
- */
-long kvmsg_wait_poll(struct kverbs_domain *dom, struct completion *done,
-		    unsigned int poll_us, unsigned long timeout)
-{
-	u64 end = ktime_get_ns() + (u64)poll_us * NSEC_PER_USEC;
-
-	might_sleep();
-	while (poll_us && !completion_done(done)) {
-		if (kverbs_domain_poll(dom) < 0 ||
-		    ktime_get_ns() > end || fatal_signal_pending(current))
-			break;
-		cond_resched();
-	}
-	return wait_for_completion_killable_timeout(done, timeout);
-}
-EXPORT_SYMBOL_NS_GPL(kvmsg_wait_poll, KVERBS_NS);

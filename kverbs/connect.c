@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The connection-management side of an endpoint: the rdma_cm event
+ * handler, the active connect and the passive accept, and the QP they set
+ * up.  Listeners are in listen.c; the state machine and teardown in ep.c.
+ *
+ * Both sides announce node id, receive depth and largest message in the
+ * private data (cm.c); the active side learns the peer's announcement from
+ * the accept, the passive side from the request (listen.c).
+ */
+#include "kverbs-pri.h"
+
+static void kverbs_qp_event(struct ib_event *ev, void *ctx)
+{
+	struct kverbs_ep *ep = ctx;
+
+	switch (ev->event) {
+	case IB_EVENT_COMM_EST:
+	case IB_EVENT_SQ_DRAINED:
+	case IB_EVENT_QP_LAST_WQE_REACHED:
+		break;
+	default:
+		kverbs_ep_log(err, ep, "QP event %s (%d), peer node %u\n", ib_event_msg(ev->event),
+			      ev->event, ep->peer_node);
+		kverbs_ep_fail(ep, -EIO);
+	}
+}
+
+/*
+ * Bind the domain to the cm_id's device, create the QP and post the
+ * receive ring.  Done under dom->lock so that unbind either sees the
+ * endpoint's CQ reservation or the endpoint sees the domain gone; and only
+ * while CONNECTING, so nothing is created once teardown has started.
+ */
+int kverbs_ep_setup_qp(struct kverbs_ep *ep)
+{
+	struct kverbs_domain *dom = ep->dom;
+	struct ib_qp_init_attr init = {};
+	const struct kverbs_ep_budget *b = &dom->budget;
+	int ret;
+
+	mutex_lock(&dom->lock);
+	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTING) {
+		ret = -ECONNABORTED;
+		goto out;
+	}
+	ret = kverbs_domain_bind(dom, ep->cm_id->device);
+	if (ret)
+		goto out;
+	if (dom->cq_used + b->cqes > dom->cq_bound) {
+		ret = -ENOSPC;
+		goto out;
+	}
+	dom->cq_used += b->cqes;
+	ep->cq_reserved = true;
+
+	ret = kverbs_sq_alloc(ep);
+	if (!ret)
+		ret = kverbs_upper->setup(ep);
+	if (ret)
+		goto fail;
+
+	init.event_handler = kverbs_qp_event;
+	init.qp_context = ep;
+	init.send_cq = dom->cq;
+	init.recv_cq = dom->cq;
+	init.cap.max_send_wr = b->send_wr;
+	init.cap.max_recv_wr = b->recv_wr;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	init.sq_sig_type = IB_SIGNAL_REQ_WR;
+	init.qp_type = IB_QPT_RC;
+	ret = rdma_create_qp(ep->cm_id, dom->pd, &init);
+	if (ret)
+		goto fail;
+	ep->qp = ep->cm_id->qp;
+
+	ret = kverbs_upper->start(ep);
+	if (ret)
+		goto fail;
+	mutex_unlock(&dom->lock);
+	return 0;
+
+fail:
+	/* Nothing connected yet, but receives may be posted: drain first. */
+	if (ep->qp)
+		ib_drain_qp(ep->qp);
+	kverbs_ep_release_qp(ep);
+out:
+	mutex_unlock(&dom->lock);
+	return ret;
+}
+
+static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
+			      struct rdma_conn_param *param)
+{
+	struct kverbs_domain *dom = ep->dom;
+	struct ib_device_attr *attrs = &ep->cm_id->device->attrs;
+
+	kverbs_cm_priv_fill(priv, dom->node_id, dom->depth, dom->max_msg);
+	memset(param, 0, sizeof(*param));
+	param->private_data = priv;
+	param->private_data_len = sizeof(*priv);
+	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
+	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
+	param->retry_count = 7;
+	param->rnr_retry_count = min(READ_ONCE(kverbs_rnr_retry), 7U);
+}
+
+/**
+ * kverbs_ep_accept - accept the connection of a passive endpoint
+ * @ep: endpoint whose QP is set up, in its CM handler
+ *
+ * ->connected means "sends work now": rdma_accept() moves an IB or RoCE
+ * QP to RTS before it returns, an iWARP QP reaches RTS only with
+ * ESTABLISHED.  Messages that arrive in between wait for ->connected on
+ * the backlog, as on the active side.
+ *
+ * Context: process (CM handler of @ep's id).
+ */
+void kverbs_ep_accept(struct kverbs_ep *ep)
+{
+	struct rdma_cm_id *id = ep->cm_id;
+	struct rdma_conn_param param;
+	struct kverbs_cm_priv priv;
+	int ret;
+
+	kverbs_conn_param(ep, &priv, &param);
+	ret = rdma_accept(id, &param);
+	if (ret) {
+		kverbs_ep_log(warn, ep, "accept of node %u from %pISpc failed: %d\n",
+			      ep->peer_node, &ep->peer_addr, ret);
+		kverbs_ep_fail(ep, ret);
+		return;
+	}
+	set_bit(KVERBS_EP_F_ACCEPT_SENT, &ep->flags);
+	if (!rdma_protocol_iwarp(id->device, id->port_num))
+		kverbs_ep_connected(ep);
+}
+
+/* Active side: the server's accept carries its announcement. */
+static void kverbs_ep_established_active(struct kverbs_ep *ep,
+					 struct rdma_cm_event *ev)
+{
+	enum kverbs_cm_reason reason;
+
+	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
+				      ev->param.conn.private_data_len,
+				      &ep->peer_node, &ep->peer_depth,
+				      &ep->peer_max_msg);
+	if (reason != KVERBS_CM_OK) {
+		kverbs_ep_log(warn, ep, "peer %pISpc accepted with bad parameters: %s\n",
+			      &ep->peer_addr, kverbs_cm_reason_str(reason));
+		kverbs_ep_fail(ep, -EPROTO);
+		return;
+	}
+	kverbs_ep_connected(ep);
+}
+
+static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
+			       struct rdma_cm_event *ev)
+{
+	enum kverbs_cm_reason reason = KVERBS_CM_REASON_MAX;
+	const void *data;
+	u8 len = 0;
+
+	data = rdma_consumer_reject_data(id, ev, &len);
+	if (data)
+		reason = kverbs_cm_rej_parse(data, len);
+	kverbs_ep_log(warn, ep, "connection to %pISpc refused: %s (cm status %d)\n", &ep->peer_addr,
+		      kverbs_cm_reason_str(reason), ev->status);
+	kverbs_ep_fail(ep, -ECONNREFUSED);
+}
+
+static void kverbs_ep_route_resolved(struct kverbs_ep *ep,
+				     struct rdma_cm_id *id)
+{
+	struct rdma_conn_param param;
+	struct kverbs_cm_priv priv;
+	int ret;
+
+	ret = kverbs_ep_setup_qp(ep);
+	if (!ret) {
+		kverbs_conn_param(ep, &priv, &param);
+		ret = rdma_connect_locked(id, &param);
+	}
+	if (ret) {
+		kverbs_ep_log(warn, ep, "connect to %pISpc failed: %d\n", &ep->peer_addr, ret);
+		kverbs_ep_fail(ep, ret);
+	}
+}
+
+/*
+ * The rdma_cm event handler of every endpoint's cm_id: active ids from
+ * their creation, accepted ones from the CONNECT_REQUEST that made them
+ * (kverbs/listen.c switches the child id over).  Context: process
+ * (rdma_cm work), under the id's handler mutex.  Never destroys its own
+ * id.
+ */
+int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	struct kverbs_ep *ep = id->context;
+	int ret;
+
+	/* Any event after our REP ends the handshake (see teardown). */
+	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+		complete_all(&ep->cm_settled);
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		ret = rdma_resolve_route(id, KVERBS_CM_TIMEOUT_MS);
+		if (ret)
+			kverbs_ep_fail(ep, ret);
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		kverbs_ep_route_resolved(ep, id);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+			kverbs_ep_established_active(ep, ev);
+		else	/* iWARP: only now is the QP in RTS */
+			kverbs_ep_connected(ep);
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		kverbs_ep_rejected(ep, id, ev);
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		kverbs_ep_log(warn, ep, "%pISpc: %s (status %d)\n", &ep->peer_addr,
+			      rdma_event_msg(ev->event), ev->status);
+		kverbs_ep_fail(ep, ev->status < 0 ? ev->status :
+					    -EHOSTUNREACH);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		kverbs_ep_fail(ep, -ECONNRESET);
+		break;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		kverbs_ep_fail(ep, -ENODEV);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/**
+ * kverbs_ep_connect - connect to a kverbs peer
+ * @dom: domain of the new endpoint
+ * @dst: peer address with port (IPv4 or IPv6)
+ * @timeout_ms: bound on address/route resolution and connection
+ * @priv: the endpoint's pointer (kverbs_ep_priv()), set before any
+ *	callback for it can run
+ *
+ * Context: process; sleeps (killable) until connected, refused or timed out.
+ * Return: a connected endpoint, to be released with kverbs_ep_close(), or
+ * ERR_PTR: -ECONNREFUSED (the peer refused; the reason is logged),
+ * -ETIMEDOUT, -EINTR (fatal signal), -EPROTO (malformed accept), -EXDEV
+ * (route to a device other than the domain's), -ENOSPC (domain full),
+ * -ESHUTDOWN (domain being destroyed), -EINVAL, or an rdma_cm error.
+ */
+struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
+				    const struct sockaddr *dst,
+				    unsigned int timeout_ms, void *priv)
+{
+	struct rdma_cm_id *id;
+	struct kverbs_ep *ep;
+	long left;
+	int ret;
+
+	might_sleep();
+	if (!dst || (dst->sa_family != AF_INET && dst->sa_family != AF_INET6))
+		return ERR_PTR(-EINVAL);
+
+	ep = kverbs_ep_alloc(dom);
+	if (IS_ERR(ep))
+		return ep;
+	kverbs_ep_get(ep);	/* the caller's */
+	ep->priv = priv;
+	memcpy(&ep->peer_addr, dst, dst->sa_family == AF_INET ?
+	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+
+	id = rdma_create_id(&init_net, kverbs_cm_handler, ep, RDMA_PS_TCP,
+			    IB_QPT_RC);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
+		goto fail;
+	}
+	ep->cm_id = id;
+	ret = rdma_resolve_addr(id, NULL, (struct sockaddr *)&ep->peer_addr,
+				min(timeout_ms, KVERBS_CM_TIMEOUT_MS));
+	if (ret)
+		goto fail;
+
+	left = wait_for_completion_killable_timeout(&ep->done_connecting,
+						    msecs_to_jiffies(timeout_ms));
+	if (left <= 0) {
+		ret = left ? -EINTR : -ETIMEDOUT;
+		goto fail;
+	}
+	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+		return ep;
+	ret = READ_ONCE(ep->error) ?: -ENOTCONN;
+fail:
+	kverbs_ep_fail(ep, ret);
+	kverbs_ep_close(ep);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_connect, KVERBS_NS);

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The send-queue ledger of an endpoint: work-request slots, selective
+ * signaling and reclaim, for every WR posted on the send queue, a message
+ * of kvmsg or an RDMA operation of rdma.c and region.c.
+ *
+ * One ledger per QP decides signaling for all of them, and it never holds
+ * more WRs than the queue has entries (kverbs_ep_budget()).  A WR is
+ * reclaimed by its own completion or by the completion of any later WR
+ * (RC send queues complete in order); the unsignaled tail that completed
+ * silently is reclaimed after the drain at teardown.  The owner of each WR
+ * learns of its reclaim through its struct kverbs_wr_ops.
+ *
+ * Locking: kverbs_ep.lock (bh) protects the ledger, the ring and the
+ * operation slots.
+ */
+#include <linux/percpu.h>
+#include <linux/slab.h>
+
+#include "kverbs-pri.h"
+
+/**
+ * kverbs_ledger_init - empty ledger
+ * @l: ledger
+ * @size: entries: every WR that may be outstanding
+ * @interval: signal at least every this many WRs (1..@size)
+ *
+ * Context: any.
+ */
+void kverbs_ledger_init(struct kverbs_ledger *l, u32 size, u32 interval)
+{
+	l->size = size;
+	l->head = 0;
+	l->tail = 0;
+	l->interval = clamp(interval, 1U, size);
+	l->unsignaled = 0;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_init);
+
+/**
+ * kverbs_ledger_used - posted WRs not yet reclaimed
+ * @l: ledger
+ *
+ * Context: any.
+ * Return: entries in use.
+ */
+u32 kverbs_ledger_used(const struct kverbs_ledger *l)
+{
+	return l->head - l->tail;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_used);
+
+/**
+ * kverbs_ledger_post - account for one WR about to be posted
+ * @l: ledger; must not be full
+ * @want_signal: the poster needs this WR's completion, or the WR takes
+ *	the last free buffer or slot of its pool
+ * @pos: set to the WR's position
+ *
+ * Context: any.
+ * Return: true if the WR must be posted signaled.
+ */
+bool kverbs_ledger_post(struct kverbs_ledger *l, bool want_signal, u32 *pos)
+{
+	bool sig;
+
+	*pos = l->head++;
+	sig = want_signal || kverbs_ledger_used(l) == l->size ||
+	      ++l->unsignaled >= l->interval;
+	if (sig)
+		l->unsignaled = 0;
+	return sig;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_post);
+
+/**
+ * kverbs_ledger_unpost - undo the last kverbs_ledger_post() after a failed post
+ * @l: ledger
+ * @unsignaled: @l->unsignaled before that call
+ *
+ * Context: any, under the same lock as the kverbs_ledger_post().
+ */
+void kverbs_ledger_unpost(struct kverbs_ledger *l, u32 unsignaled)
+{
+	l->head--;
+	l->unsignaled = unsignaled;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_unpost);
+
+/**
+ * kverbs_ledger_reclaim - the WR at @pos completed or was flushed
+ * @l: ledger
+ * @pos: its position
+ *
+ * Context: any.
+ * Return: how many entries, from the old tail on, are now reclaimed; 0 if
+ * @pos was reclaimed already or was never posted.
+ */
+u32 kverbs_ledger_reclaim(struct kverbs_ledger *l, u32 pos)
+{
+	u32 n = pos - l->tail + 1;
+
+	if (n > kverbs_ledger_used(l))
+		return 0;
+	l->tail += n;
+	return n;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_reclaim);
+
+/*
+ * Set while a softirq completion runs a user callback (a kvmsg handler,
+ * ->send_done, an RDMA @done) on this CPU: calls made from inside it must
+ * not sleep, whatever their flags say.  Only touched with bottom halves
+ * off, so the CPU cannot change under it.
+ */
+static DEFINE_PER_CPU(unsigned int, kverbs_atomic_upcall);
+
+/**
+ * kverbs_upcall_begin - a user callback starts in atomic context
+ *
+ * Context: softirq (CQ callback).
+ */
+void kverbs_upcall_begin(void)
+{
+	__this_cpu_inc(kverbs_atomic_upcall);
+}
+
+/**
+ * kverbs_upcall_end - the user callback returned
+ *
+ * Context: softirq (CQ callback).
+ */
+void kverbs_upcall_end(void)
+{
+	__this_cpu_dec(kverbs_atomic_upcall);
+}
+
+/**
+ * kverbs_may_wait - may a call with @flags sleep for a resource
+ * @flags: the caller's flags
+ *
+ * Context: any.
+ * Return: false with KVERBS_NOWAIT or inside an atomic user callback.
+ */
+bool kverbs_may_wait(unsigned int flags)
+{
+	bool in_upcall;
+
+	if (flags & KVERBS_NOWAIT)
+		return false;
+	in_upcall = this_cpu_read(kverbs_atomic_upcall);
+	return !in_upcall;
+}
+
+static bool kverbs_op_reclaim(struct kverbs_wr *w, void **arg)
+{
+	*arg = container_of(w, struct kverbs_op, wr);
+	return true;
+}
+
+static void kverbs_op_reclaimed(struct kverbs_ep *ep, void *arg, int status)
+{
+	struct kverbs_op *op = arg;
+
+	if (op->done)
+		op->done(op->ctx, status);
+	kverbs_op_put(ep, op);
+}
+
+static const struct kverbs_wr_ops kverbs_op_wr_ops = {
+	.reclaim = kverbs_op_reclaim,
+	.done = kverbs_op_reclaimed,
+};
+
+/**
+ * kverbs_sq_alloc - the ledger and operation slots of a new endpoint
+ * @ep: endpoint whose domain has its budget
+ *
+ * Context: process; may sleep.
+ * Return: 0 or -ENOMEM; kverbs_sq_free() undoes a partial allocation.
+ */
+int kverbs_sq_alloc(struct kverbs_ep *ep)
+{
+	const struct kverbs_ep_budget *b = &ep->dom->budget;
+	struct kverbs_sq *sq = &ep->sq;
+	u32 size = b->upper_send + b->nops;
+	u32 interval;
+	int i;
+
+	interval = READ_ONCE(kverbs_signal_interval) ?:
+		   max(1, ep->dom->depth / 4);
+	kverbs_ledger_init(&sq->ledger, size, min_t(u32, interval,
+						    ep->dom->depth));
+	sq->ring = kcalloc(size, sizeof(*sq->ring), GFP_KERNEL);
+	sq->ops = kcalloc(b->nops, sizeof(*sq->ops), GFP_KERNEL);
+	if (!sq->ring || !sq->ops)
+		return -ENOMEM;
+	sq->nops = b->nops;
+	for (i = 0; i < sq->nops; i++) {
+		struct kverbs_op *op = &sq->ops[i];
+
+		op->wr.ep = ep;
+		op->wr.ops = &kverbs_op_wr_ops;
+		op->wr.cqe.done = kverbs_sq_done;
+		list_add_tail(&op->node, &sq->op_free);
+		sq->op_nfree++;
+	}
+	return 0;
+}
+
+/**
+ * kverbs_sq_free - free the ledger of an endpoint being released
+ * @ep: endpoint
+ *
+ * Context: any.
+ */
+void kverbs_sq_free(struct kverbs_ep *ep)
+{
+	kfree(ep->sq.ring);
+	kfree(ep->sq.ops);
+	ep->sq.ring = NULL;
+	ep->sq.ops = NULL;
+}
+
+/**
+ * kverbs_sq_post_locked - account for a WR in the ledger and post it
+ * @ep: endpoint
+ * @w: the WR's ledger entry; @w->ops says what happens at reclaim
+ * @wr: the work request; signaled here if the ledger says so
+ * @want_signal: see kverbs_ledger_post()
+ * @signaled: set to whether @wr went signaled
+ *
+ * The caller holds a buffer or slot that bounds what it posts, so the
+ * ledger cannot be full.
+ *
+ * Context: any, ep->lock held, endpoint CONNECTED.
+ * Return: 0 or the provider's post error (nothing was accounted then).
+ */
+int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
+			  struct ib_send_wr *wr, bool want_signal,
+			  bool *signaled)
+{
+	struct kverbs_sq *sq = &ep->sq;
+	u32 pos, unsignaled = sq->ledger.unsignaled;
+	bool sig;
+	int ret;
+
+	lockdep_assert_held(&ep->lock);
+	if (WARN_ON_ONCE(kverbs_ledger_used(&sq->ledger) == sq->ledger.size))
+		return -ENOSPC;
+	sig = kverbs_ledger_post(&sq->ledger, want_signal, &pos);
+	sq->ring[pos % sq->ledger.size] = w;
+	w->pos = pos;
+	wr->wr_cqe = &w->cqe;
+	wr->next = NULL;
+	if (sig)
+		wr->send_flags |= IB_SEND_SIGNALED;
+	ret = ib_post_send(ep->qp, wr, NULL);
+	if (ret) {
+		kverbs_ledger_unpost(&sq->ledger, unsignaled);
+		return ret;
+	}
+	if (sig)
+		sq->signaled++;
+	*signaled = sig;
+	return 0;
+}
+
+/**
+ * kverbs_sq_used - WRs on the books
+ * @ep: endpoint
+ *
+ * Context: any; takes ep->lock.
+ * Return: posted WRs not reclaimed yet.
+ */
+u32 kverbs_sq_used(struct kverbs_ep *ep)
+{
+	u32 used;
+
+	spin_lock_bh(&ep->lock);
+	used = kverbs_ledger_used(&ep->sq.ledger);
+	spin_unlock_bh(&ep->lock);
+	return used;
+}
+
+/* Callbacks owed for reclaimed WRs, run after ep->lock is dropped. */
+struct kverbs_sq_owed {
+	struct {
+		struct kverbs_wr *w;
+		void *arg;
+	} c[8];
+	unsigned int n;
+};
+
+static void kverbs_sq_pay(struct kverbs_ep *ep, struct kverbs_sq_owed *o,
+			  int status)
+{
+	unsigned int i;
+
+	for (i = 0; i < o->n; i++)
+		o->c[i].w->ops->done(ep, o->c[i].arg, status);
+	o->n = 0;
+}
+
+/*
+ * Reclaim every WR up to position @pos, which completed with @status, and
+ * run the callbacks owed, in posting order.
+ */
+static void kverbs_sq_reclaim_through(struct kverbs_ep *ep, u32 pos,
+				      int status)
+{
+	struct kverbs_sq *sq = &ep->sq;
+	struct kverbs_sq_owed o = { .n = 0 };
+	u32 n;
+
+	spin_lock_bh(&ep->lock);
+	n = kverbs_ledger_reclaim(&sq->ledger, pos);
+	while (n--) {
+		struct kverbs_wr *w = sq->ring[(sq->ledger.tail - n - 1) %
+					       sq->ledger.size];
+		void *arg;
+
+		if (!w->ops->reclaim(w, &arg))
+			continue;
+		if (o.n == ARRAY_SIZE(o.c)) {
+			spin_unlock_bh(&ep->lock);
+			kverbs_sq_pay(ep, &o, status);
+			spin_lock_bh(&ep->lock);
+		}
+		o.c[o.n].w = w;
+		o.c[o.n++].arg = arg;
+	}
+	spin_unlock_bh(&ep->lock);
+	kverbs_sq_pay(ep, &o, status);
+}
+
+static int kverbs_wc_errno(enum ib_wc_status st)
+{
+	switch (st) {
+	case IB_WC_SUCCESS:
+		return 0;
+	case IB_WC_WR_FLUSH_ERR:
+		return -ECONNRESET;
+	case IB_WC_REM_ACCESS_ERR:
+	case IB_WC_REM_INV_REQ_ERR:
+	case IB_WC_REM_OP_ERR:
+		return -EREMOTEIO;
+	default:
+		return -EIO;
+	}
+}
+
+/**
+ * kverbs_sq_done - completion of a send-queue WR, signaled or flushed
+ * @cq: the domain's CQ
+ * @wc: work completion
+ *
+ * Reclaims the WR and every earlier one still outstanding; an error other
+ * than a flush fails the endpoint.
+ *
+ * Context: softirq (CQ callback), serialised per domain by the CQ's poller.
+ */
+void kverbs_sq_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kverbs_wr *w = container_of(wc->wr_cqe, struct kverbs_wr, cqe);
+	struct kverbs_ep *ep = w->ep;
+	int status = kverbs_wc_errno(wc->status);
+
+	kverbs_upcall_begin();
+	kverbs_sq_reclaim_through(ep, w->pos, status);
+	kverbs_upcall_end();
+	if (status && status != -ECONNRESET) {
+		atomic64_inc(&ep->stat_errors);
+		kverbs_ep_log(err, ep, "%s completion failed: %s (%d), peer node %u\n",
+			      w->ops == &kverbs_op_wr_ops ? "operation" : "send",
+			      ib_wc_status_msg(wc->status), wc->status,
+			      ep->peer_node);
+		kverbs_ep_fail(ep, status);
+	}
+}
+
+/**
+ * kverbs_sq_reclaim_tail - reclaim the unsignaled tail of a drained QP
+ * @ep: endpoint in teardown
+ *
+ * Unsignaled WRs that completed successfully produce no completion, and
+ * the drain WR's completion belongs to ib_drain_qp(), so WRs posted after
+ * the last signaled one are still on the books: they are all done once the
+ * drain returned.  Without this they would leak across a reconnect.
+ *
+ * Context: process, after ib_drain_qp().
+ */
+void kverbs_sq_reclaim_tail(struct kverbs_ep *ep)
+{
+	struct kverbs_ledger *l = &ep->sq.ledger;
+	u32 used, last;
+
+	if (!ep->sq.ring)
+		return;
+	spin_lock_bh(&ep->lock);
+	used = kverbs_ledger_used(l);
+	last = l->head - 1;
+	spin_unlock_bh(&ep->lock);
+	if (used)
+		kverbs_sq_reclaim_through(ep, last, 0);
+	WARN_ONCE(kverbs_sq_used(ep), "kverbs: %u WRs not reclaimed\n",
+		  kverbs_sq_used(ep));
+}
+
+/**
+ * kverbs_op_get - take an operation slot of the send queue
+ * @ep: connected endpoint
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping
+ *
+ * Context: process, may sleep (killable); atomic with KVERBS_NOWAIT or
+ * inside an atomic callback.
+ * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
+ * endpoint's error.
+ */
+struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags)
+{
+	struct kverbs_sq *sq = &ep->sq;
+	bool wait = kverbs_may_wait(flags);
+	struct kverbs_op *op;
+	int err;
+
+	if (wait)
+		might_sleep();
+	for (;;) {
+		err = 0;
+		op = NULL;
+		spin_lock_bh(&ep->lock);
+		if (ep->state != KVERBS_EP_CONNECTED) {
+			err = ep->error ?: -ENOTCONN;
+		} else {
+			op = list_first_entry_or_null(&sq->op_free,
+						      struct kverbs_op, node);
+			if (op) {
+				list_del_init(&op->node);
+				sq->op_nfree--;
+			} else {
+				err = -EAGAIN;
+			}
+		}
+		spin_unlock_bh(&ep->lock);
+		if (err != -EAGAIN || !wait)
+			break;
+		if (wait_event_killable(sq->wait, READ_ONCE(sq->op_nfree) ||
+					READ_ONCE(ep->state) !=
+					KVERBS_EP_CONNECTED))
+			return ERR_PTR(-EINTR);
+	}
+	return op ?: ERR_PTR(err);
+}
+
+/**
+ * kverbs_op_put - give back an operation slot
+ * @ep: endpoint
+ * @op: slot from kverbs_op_get(), not posted or reclaimed
+ *
+ * Context: any (not hard interrupt).
+ */
+void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op)
+{
+	spin_lock_bh(&ep->lock);
+	list_add(&op->node, &ep->sq.op_free);
+	ep->sq.op_nfree++;
+	spin_unlock_bh(&ep->lock);
+	wake_up(&ep->sq.wait);
+}
+
+/**
+ * kverbs_op_post - post an RDMA operation, a registration or an invalidation
+ * @ep: endpoint
+ * @op: slot from kverbs_op_get(), with @done and @ctx set
+ * @wr: the work request; signaled if @op->done is set
+ *
+ * Context: any (not hard interrupt).
+ * Return: 0, -ENOTCONN or the endpoint's error once it is going down, or
+ * the provider's post error; the slot is the caller's again on error.
+ */
+int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
+		   struct ib_send_wr *wr)
+{
+	bool sig;
+	int ret;
+
+	spin_lock_bh(&ep->lock);
+	if (ep->state != KVERBS_EP_CONNECTED) {
+		ret = ep->error ?: -ENOTCONN;
+	} else {
+		ret = kverbs_sq_post_locked(ep, &op->wr, wr, op->done ||
+					    !ep->sq.op_nfree, &sig);
+		if (!ret)
+			ep->sq.ops_posted++;
+	}
+	spin_unlock_bh(&ep->lock);
+	return ret;
+}
