@@ -49,6 +49,9 @@ void kverbs_domain_put(struct kverbs_domain *dom)
 	kref_put(&dom->ref, kverbs_domain_release);
 }
 
+/* For a domain created without connection callbacks. */
+static const struct kverbs_domain_ops kverbs_no_ops;
+
 /**
  * kverbs_domain_create - create a domain
  * @attr: parameters, copied
@@ -82,7 +85,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	INIT_LIST_HEAD(&dom->regions);
 	INIT_LIST_HEAD(&dom->dev_node);
 	strscpy(dom->name, attr->name ?: "anon", sizeof(dom->name));
-	dom->ops = attr->ops;
+	dom->ops = attr->ops ?: &kverbs_no_ops;
 	dom->priv = attr->priv;
 	dom->node_id = attr->node_id;
 	dom->depth = attr->depth;

@@ -201,7 +201,7 @@ void kverbs_ep_connected(struct kverbs_ep *ep)
 	 * Teardown calls @disconnected only after rdma_destroy_id, which waits
 	 * for this CM handler: @connected always returns first.
 	 */
-	if (ep->dom->ops && ep->dom->ops->connected)
+	if (ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
 	kverbs_upper->opened(ep);

@@ -20,8 +20,9 @@ static void kvmem_ioctl_fault(struct kvmem_region *r, u32 idx, bool write,
 	unsigned long policy = (unsigned long)priv;
 
 	if (policy == KVMEM_POLICY_GRANT)
-		kvmem_protect_nowait(r, &one, 1,
-				     write ? KVMEM_PROT_RW : KVMEM_PROT_READ);
+		kvmem_protect(r, &one, 1,
+			      write ? KVMEM_PROT_RW : KVMEM_PROT_READ,
+			      KVERBS_NOWAIT);
 }
 
 static const struct kvmem_ops kvmem_ioctl_ops = {
@@ -83,9 +84,9 @@ static long kvmem_ioc_protect(struct kvmem_region *r, void __user *arg,
 		return ret;
 	if (!bench) {
 		ret = p.reps ? -EINVAL :
-		      (p.flags & KVMEM_PROTECT_NOWAIT) ?
-		      kvmem_protect_nowait(r, ranges, p.nr, p.prot) :
-		      kvmem_protect(r, ranges, p.nr, p.prot);
+		      kvmem_protect(r, ranges, p.nr, p.prot,
+				    (p.flags & KVMEM_PROTECT_NOWAIT) ?
+				    KVERBS_NOWAIT : 0);
 		kvfree(ranges);
 		return ret;
 	}
@@ -95,10 +96,10 @@ static long kvmem_ioc_protect(struct kvmem_region *r, void __user *arg,
 		return -EINVAL;
 	}
 	t0 = ktime_get_ns();
-	ret = kvmem_protect(r, ranges, p.nr, p.prot);
+	ret = kvmem_protect(r, ranges, p.nr, p.prot, 0);
 	t1 = ktime_get_ns();
 	if (!ret)
-		ret = kvmem_protect(r, ranges, p.nr, KVMEM_PROT_RW);
+		ret = kvmem_protect(r, ranges, p.nr, KVMEM_PROT_RW, 0);
 	p.ns = t1 - t0;
 	p.ns_grant = ktime_get_ns() - t1;
 	kvfree(ranges);

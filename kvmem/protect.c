@@ -87,35 +87,7 @@ static int kvmem_check(struct kvmem_region *r, const struct kvmem_range *ranges,
 	return kvmem_ranges_check(ranges, nr, r->npages);
 }
 
-/**
- * kvmem_protect_nowait - change protections without sleeping
- * @r: region
- * @ranges: sorted, non-overlapping, non-empty page ranges
- * @nr: number of ranges, 1..KVMEM_MAX_RANGES
- * @prot: KVMEM_PROT_NONE, KVMEM_PROT_READ or KVMEM_PROT_RW
- *
- * Grants always succeed.  A revoke succeeds when none of its pages can
- * have a page-table entry (never touched, or zapped since); otherwise the
- * whole batch is refused, unchanged, and the caller retries from process
- * context (kvmem_protect(), or a kvmsg deferral).
- *
- * Context: process or softirq, not hard interrupt; takes only a spinlock
- * that is almost always free.
- * Return: 0, -EINVAL for a bad batch (nothing changes), -EAGAIN when a
- * revoke needs a page-table zap, -ENODEV for a destroyed region.
- */
-int kvmem_protect_nowait(struct kvmem_region *r,
-			 const struct kvmem_range *ranges, u32 nr, u32 prot)
-{
-	int ret = kvmem_try(r, ranges, nr, prot);
-
-	if (ret == -EAGAIN)
-		atomic64_inc(&r->nowait_busy);
-	return ret;
-}
-EXPORT_SYMBOL_NS_GPL(kvmem_protect_nowait, KVERBS_NS);
-
-/* The non-blocking attempt both variants start with. */
+/* The non-blocking attempt every change starts with. */
 static int kvmem_try(struct kvmem_region *r, const struct kvmem_range *ranges,
 		     u32 nr, u32 prot)
 {
@@ -201,25 +173,39 @@ int kvmem_protect_locked_zap(struct kvmem_region *r,
  * @ranges: sorted, non-overlapping, non-empty page ranges
  * @nr: number of ranges, 1..KVMEM_MAX_RANGES
  * @prot: KVMEM_PROT_NONE, KVMEM_PROT_READ or KVMEM_PROT_RW
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping
  *
  * Grants are recorded and take effect at the next access; revokes have
  * removed every affected page-table entry, with one TLB flush, when this
  * returns, so no thread can still write through a stale entry.
  *
+ * With KVERBS_NOWAIT, grants still always succeed; a revoke succeeds when
+ * none of its pages can have a page-table entry (never touched, or zapped
+ * since), otherwise the whole batch is refused, unchanged, with -EAGAIN,
+ * and the caller retries from process context (a kvmsg handler returns
+ * the -EAGAIN to be deferred).  kvmem cannot see kverbs' callback
+ * context: from a softirq handler, pass KVERBS_NOWAIT.
+ *
  * Context: process; may sleep (the region mutex, i_mmap_rwsem, mmu
- * notifiers).  Takes no mmap_lock.
- * Return: 0, -EINVAL for a bad batch (nothing changes), or -ENODEV for a
- * destroyed region.
+ * notifiers); with KVERBS_NOWAIT process or softirq, not hard interrupt,
+ * taking only a spinlock that is almost always free.  Never mmap_lock.
+ * Return: 0, -EINVAL for a bad batch (nothing changes), -EAGAIN (only
+ * with KVERBS_NOWAIT) when a revoke needs a page-table zap, or -ENODEV
+ * for a destroyed region.
  */
 int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
-		  u32 nr, u32 prot)
+		  u32 nr, u32 prot, unsigned int flags)
 {
 	int ret;
 
-	might_sleep();
 	ret = kvmem_try(r, ranges, nr, prot);
 	if (ret != -EAGAIN)
 		return ret;
+	if (flags & KVERBS_NOWAIT) {
+		atomic64_inc(&r->nowait_busy);
+		return ret;
+	}
+	might_sleep();
 	return kvmem_protect_locked_zap(r, ranges, nr, prot, false);
 }
 EXPORT_SYMBOL_NS_GPL(kvmem_protect, KVERBS_NS);
@@ -245,7 +231,7 @@ int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
 	if (!ranges)
 		return -ENOMEM;
 	n = kvmem_bitmap_to_ranges(bitmap, r->npages, ranges, KVMEM_MAX_RANGES);
-	ret = n && n <= KVMEM_MAX_RANGES ? kvmem_protect(r, ranges, n, prot) :
+	ret = n && n <= KVMEM_MAX_RANGES ? kvmem_protect(r, ranges, n, prot, 0) :
 		-EINVAL;
 	kvfree(ranges);
 	return ret;

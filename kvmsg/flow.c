@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The pure logic of kvmsg: credit accounting, send-queue bookkeeping with
- * selective signaling, and deferral order.  No locking and no device here:
+ * The pure logic of kvmsg: credit accounting and deferral order (the
+ * send-queue ledger is kverbs/sq.c).  No locking and no device here:
  * callers hold the endpoint's lock, and KUnit drives these directly.
  */
 #include <linux/kernel.h>

@@ -29,7 +29,7 @@ DECLARE_EVENT_CLASS(kvmsg_msg_class,
 				     __field(u8, type)
 				     __field(bool, signaled)),
 		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					       KVERBS_NAME_LEN);
+					   KVERBS_NAME_LEN);
 				   __entry->ep = ep->id;
 				   __entry->qpn = kverbs_ep_qpn(ep);
 				   __entry->seq = seq;
@@ -63,7 +63,7 @@ DECLARE_EVENT_CLASS(kvmsg_ep_class,
 				     __field(u32, a)
 				     __field(u32, b)),
 		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					       KVERBS_NAME_LEN);
+					   KVERBS_NAME_LEN);
 				   __entry->ep = ep->id;
 				   __entry->qpn = kverbs_ep_qpn(ep);
 				   __entry->a = a;
@@ -94,7 +94,7 @@ TRACE_EVENT(kvmsg_error,
 			     __field(u32, qpn)
 			     __array(char, why, 40)),
 	    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					       KVERBS_NAME_LEN);
+				   KVERBS_NAME_LEN);
 			   __entry->ep = ep->id;
 			   __entry->qpn = kverbs_ep_qpn(ep);
 			   strscpy(__entry->why, why, sizeof(__entry->why));),

@@ -384,7 +384,7 @@ int kvmsg_rx_keep(struct kvmsg_rx *rx)
 	spin_unlock_bh(&ep->lock);
 	if (ret)
 		return ret;
-	kref_get(&ep->ref);
+	kverbs_ep_get(ep);
 	return 0;
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_rx_keep, KVERBS_NS);

@@ -25,7 +25,9 @@
 int kvmsg_wait_poll_us(struct kverbs_domain *dom, struct completion *done,
 		       unsigned int poll_us, unsigned int timeout_us)
 {
-	u64 end = ktime_get_ns() + (u64)poll_us * NSEC_PER_USEC;
+	u64 start = ktime_get_ns();
+	u64 end = start + (u64)min(poll_us, timeout_us) * NSEC_PER_USEC;
+	u64 spent_us;
 	long left;
 
 	might_sleep();
@@ -35,8 +37,12 @@ int kvmsg_wait_poll_us(struct kverbs_domain *dom, struct completion *done,
 			break;
 		cond_resched();
 	}
+	/* The sleep gets what the poll left of @timeout_us. */
+	spent_us = div_u64(ktime_get_ns() - start, NSEC_PER_USEC);
+	spent_us = min_t(u64, spent_us, timeout_us);
 	left = wait_for_completion_killable_timeout(done,
-						    usecs_to_jiffies(timeout_us));
+						    usecs_to_jiffies(timeout_us -
+								     spent_us));
 	if (left > 0)
 		return 0;
 	return left ? -EINTR : -ETIMEDOUT;

@@ -20,6 +20,7 @@
 
 #include <linux/types.h>
 #include <kverbs/compat.h>
+#include <kverbs/kverbs.h>	/* KVERBS_NOWAIT */
 #include <uapi/kverbs/kvmem.h>
 
 struct kvmem_region;
@@ -34,8 +35,8 @@ struct page;
  *	it.  A grant answers the page's callback; a waiter it does not
  *	satisfy (a writer behind a read callback answered with READ) gets a
  *	callback of its own for what it still needs.  The client resolves it
- *	(fetch the page, then kvmem_protect() or kvmem_protect_nowait() a
- *	grant); the task waits killably and retries.  May sleep.
+ *	(fetch the page, then kvmem_protect() a grant, with KVERBS_NOWAIT
+ *	from atomic context); the task waits killably and retries.  May sleep.
  */
 struct kvmem_ops {
 	void (*fault)(struct kvmem_region *r, u32 index, bool write, void *priv);
@@ -49,9 +50,7 @@ struct page **kvmem_region_pages(struct kvmem_region *r, u32 *npages);
 void *kvmem_region_priv(const struct kvmem_region *r);
 
 int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
-		  u32 nr, u32 prot);
-int kvmem_protect_nowait(struct kvmem_region *r,
-			 const struct kvmem_range *ranges, u32 nr, u32 prot);
+		  u32 nr, u32 prot, unsigned int flags);
 int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
 			 u32 prot);
 

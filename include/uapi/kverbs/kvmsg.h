@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR BSD-2-Clause) */
 /*
  * kvmsg wire format: the header in front of every message on a kverbs
- * endpoint (protocol version 2 of uapi/kverbs/cm.h).
+ * endpoint (protocol version 3 of uapi/kverbs/cm.h).
  *
  * Flow control is by credits.  Each side posts as many receive buffers as
  * it announced as @depth in the connection's private data, and starts with
