@@ -183,8 +183,8 @@ int kvmem_protect_locked_zap(struct kvmem_region *r,
  * none of its pages can have a page-table entry (never touched, or zapped
  * since), otherwise the whole batch is refused, unchanged, with -EAGAIN,
  * and the caller retries from process context (a kvmsg handler returns
- * the -EAGAIN to be deferred).  kvmem cannot see kverbs' callback
- * context: from a softirq handler, pass KVERBS_NOWAIT.
+ * the -EAGAIN to be deferred).  kvmem cannot tell a kverbs callback from
+ * process context, so a softirq handler passes KVERBS_NOWAIT.
  *
  * Context: process; may sleep (the region mutex, i_mmap_rwsem, mmu
  * notifiers); with KVERBS_NOWAIT process or softirq, not hard interrupt,
