@@ -74,6 +74,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	if (ret)
 		goto fail;
 	ep->qp = ep->cm_id->qp;
+	ep->atomics = ep->qp->device->attrs.atomic_cap != IB_ATOMIC_NONE;
 
 	ret = kverbs_upper->start(ep);
 	if (ret)

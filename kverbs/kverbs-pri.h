@@ -344,6 +344,7 @@ struct kverbs_ep {
 	struct work_struct teardown_work;
 	struct kverbs_sq sq;
 	bool cq_reserved;
+	bool atomics;			/* the device does atomics; set with @qp */
 
 	u32 peer_node;
 	u16 peer_depth;

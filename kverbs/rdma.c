@@ -105,7 +105,7 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	struct ib_atomic_wr wr = {};
 	struct ib_sge sge;
 
-	if (ep->qp && ep->qp->device->attrs.atomic_cap == IB_ATOMIC_NONE)
+	if (!READ_ONCE(ep->atomics))
 		return -EOPNOTSUPP;
 	if ((rop->remote.offset | rop->local_off) & 7 ||
 	    kverbs_rdma_check(rop, 8, &sge))

@@ -144,12 +144,7 @@ void kverbs_upcall_end(void)
  */
 bool kverbs_may_wait(unsigned int flags)
 {
-	bool in_upcall;
-
-	if (flags & KVERBS_NOWAIT)
-		return false;
-	in_upcall = this_cpu_read(kverbs_atomic_upcall);
-	return !in_upcall;
+	return !(flags & KVERBS_NOWAIT) && !this_cpu_read(kverbs_atomic_upcall);
 }
 
 static bool kverbs_op_reclaim(struct kverbs_wr *w, void **arg)
@@ -403,8 +398,8 @@ void kverbs_sq_reclaim_tail(struct kverbs_ep *ep)
 	spin_unlock_bh(&ep->lock);
 	if (used)
 		kverbs_sq_reclaim_through(ep, last, 0);
-	WARN_ONCE(kverbs_sq_used(ep), "kverbs: %u WRs not reclaimed\n",
-		  kverbs_sq_used(ep));
+	used = kverbs_sq_used(ep);
+	WARN_ONCE(used, "kverbs: %u WRs not reclaimed\n", used);
 }
 
 /**
