@@ -123,6 +123,9 @@ static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	ret = ep->dom->msg.ops->recv(ep, rx, ctx);
 	if (atomic)
 		kverbs_upcall_end();
+	/* A positive return is a handler bug: reject rather than guess. */
+	if (WARN_ON_ONCE(ret > 0))
+		ret = -EINVAL;
 	/* An error because the endpoint is going down rejects nothing. */
 	if (ret && ret != -EAGAIN && READ_ONCE(ep->state) != KVERBS_EP_CONNECTED)
 		ret = 0;
@@ -154,8 +157,12 @@ static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 }
 
 /*
- * Hand @rx to the handler, or to process context if @queued (it waits for
- * ->connected or behind deferred messages, and is on the backlog already).
+ * Hand @rx to the handler, or leave it to process context if @queued: it
+ * is on the backlog already, behind messages whose dispatch is owned by
+ * someone else, who will reach it too.  The owner is the ->opened hook
+ * while the user's ->connected runs (backlog busy), the defer work once
+ * scheduled, or the softirq call that deferred the message in front.
+ * Scheduling here would let ->recv() run during ->connected().
  */
 static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			   enum kvmsg_ctx ctx, bool queued)
@@ -164,8 +171,6 @@ static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 
 	if (queued) {
 		trace_kvmsg_defer(ep, rx->seq, true);
-		if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
-			kvmsg_schedule_defer(ep);
 		return;
 	}
 	if (!kvmsg_call_handler(ep, rx, ctx, &defer))
@@ -395,7 +400,8 @@ EXPORT_SYMBOL_NS_GPL(kvmsg_rx_keep, KVERBS_NS);
  *
  * After the endpoint went down the buffer is simply let go.
  *
- * Context: any.
+ * Context: process or softirq, not hard interrupt (takes the endpoint's
+ * bh lock).
  */
 void kvmsg_rx_release(struct kvmsg_rx *rx)
 {
