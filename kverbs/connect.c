@@ -9,6 +9,7 @@
  * the accept, the passive side from the request (listen.c).
  */
 #include "kverbs-pri.h"
+#include "kverbs_trace.h"
 
 static void kverbs_qp_event(struct ib_event *ev, void *ctx)
 {
@@ -54,6 +55,18 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	dom->cq_used += b->cqes;
 	ep->cq_reserved = true;
 
+	/* Our own PD: what is granted on this connection stays on it. */
+	ep->pd = ib_alloc_pd(dom->kdev->ibdev, 0);
+	if (IS_ERR(ep->pd)) {
+		ret = PTR_ERR(ep->pd);
+		ep->pd = NULL;
+		goto fail;
+	}
+	ep->lkey = ep->pd->local_dma_lkey;
+	ep->max_sge = min_t(int, KVERBS_RDMA_MAX_SEGS,
+			    dom->kdev->ibdev->attrs.max_send_sge);
+	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
+
 	ret = kverbs_sq_alloc(ep);
 	if (!ret)
 		ret = kverbs_upper->setup(ep);
@@ -66,14 +79,15 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	init.recv_cq = dom->cq;
 	init.cap.max_send_wr = b->send_wr;
 	init.cap.max_recv_wr = b->recv_wr;
-	init.cap.max_send_sge = 1;
+	init.cap.max_send_sge = ep->max_sge;
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(ep->cm_id, dom->pd, &init);
+	ret = rdma_create_qp(ep->cm_id, ep->pd, &init);
 	if (ret)
 		goto fail;
 	ep->qp = ep->cm_id->qp;
+	WRITE_ONCE(ep->qpn, ep->qp->qp_num);
 	ep->atomics = ep->qp->device->attrs.atomic_cap != IB_ATOMIC_NONE;
 
 	ret = kverbs_upper->start(ep);
@@ -128,6 +142,7 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 
 	kverbs_conn_param(ep, &priv, &param);
 	ret = rdma_accept(id, &param);
+	trace_kverbs_ep_accept(ep, ret);
 	if (ret) {
 		kverbs_ep_log(warn, ep, "accept of node %u from %pISpc failed: %d\n",
 			      ep->peer_node, &ep->peer_addr, ret);
@@ -168,6 +183,8 @@ static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
 	data = rdma_consumer_reject_data(id, ev, &len);
 	if (data)
 		reason = kverbs_cm_rej_parse(data, len);
+	trace_kverbs_rejected(ep->dom, ep->id, &ep->peer_addr,
+			      kverbs_cm_reason_str(reason), ev->status);
 	kverbs_ep_log(warn, ep, "connection to %pISpc refused: %s (cm status %d)\n", &ep->peer_addr,
 		      kverbs_cm_reason_str(reason), ev->status);
 	kverbs_ep_fail(ep, -ECONNREFUSED);
@@ -203,6 +220,7 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct kverbs_ep *ep = id->context;
 	int ret;
 
+	trace_kverbs_cm_event(ep, ev);
 	/* Any event after our REP ends the handshake (see teardown). */
 	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
 		complete_all(&ep->cm_settled);
@@ -281,6 +299,7 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 	ep->priv = priv;
 	memcpy(&ep->peer_addr, dst, dst->sa_family == AF_INET ?
 	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	trace_kverbs_ep_connect(ep, 0);
 
 	id = rdma_create_id(&init_net, kverbs_cm_handler, ep, RDMA_PS_TCP,
 			    IB_QPT_RC);
@@ -300,10 +319,13 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 		ret = left ? -EINTR : -ETIMEDOUT;
 		goto fail;
 	}
-	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED) {
+		trace_kverbs_ep_connect_done(ep, 0);
 		return ep;
+	}
 	ret = READ_ONCE(ep->error) ?: -ENOTCONN;
 fail:
+	trace_kverbs_ep_connect_done(ep, ret);
 	kverbs_ep_fail(ep, ret);
 	kverbs_ep_close(ep);
 	return ERR_PTR(ret);

@@ -145,7 +145,7 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	lockdep_assert_held(&dom->lock);
 	if (dom->dying)
 		return -ESHUTDOWN;
-	/* Nothing may use the CQ and PD that an unbind is about to free. */
+	/* Nothing may use the CQ that an unbind is about to free. */
 	if (dom->unbinding)
 		return -ENODEV;
 	if (dom->kdev)
@@ -169,15 +169,13 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	}
 	cq_size = min_t(unsigned int, dom->cq_size, ibdev->attrs.max_cqe);
 
-	dom->pd = ib_alloc_pd(ibdev, 0);
-	if (IS_ERR(dom->pd)) {
-		ret = PTR_ERR(dom->pd);
+	ret = kverbs_domain_map_regions(dom, ibdev);
+	if (ret)
 		goto out_put;
-	}
 	dom->cq = ib_alloc_cq_any(ibdev, dom, cq_size, IB_POLL_SOFTIRQ);
 	if (IS_ERR(dom->cq)) {
 		ret = PTR_ERR(dom->cq);
-		goto out_pd;
+		goto out_regions;
 	}
 	ret = kverbs_device_attach_domain(kdev, dom);
 	if (ret)
@@ -193,20 +191,19 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 
 out_cq:
 	ib_free_cq(dom->cq);
-out_pd:
-	ib_dealloc_pd(dom->pd);
+out_regions:
+	kverbs_domain_unmap_regions(dom, ibdev);
 out_put:
 	dom->cq = NULL;
-	dom->pd = NULL;
 	kverbs_device_put(kdev);
 	return ret;
 }
 
 /*
  * Tear down every endpoint that uses the domain's device resources, then
- * free the CQ and PD and drop the device.  Endpoints still resolving an
- * address hold no device resources; they find the domain unbinding when
- * they get to kverbs_domain_bind() and fail.
+ * unmap the regions, free the CQ and drop the device.  Endpoints still
+ * resolving an address hold no device resources; they find the domain
+ * unbinding when they get to kverbs_domain_bind() and fail.
  *
  * @dom->unbinding stays set from the first critical section to the last,
  * across the flush that drops dom->lock, so no endpoint can reserve the
@@ -239,14 +236,12 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 
 	mutex_lock(&dom->lock);
 	WARN_ON(dom->cq_used);
-	kverbs_domain_drop_regions(dom);
+	kverbs_domain_unmap_regions(dom, kdev->ibdev);
 	spin_lock_bh(&dom->poll_lock);
 	dom->poll_cq = NULL;
 	spin_unlock_bh(&dom->poll_lock);
 	ib_free_cq(dom->cq);
-	ib_dealloc_pd(dom->pd);
 	dom->cq = NULL;
-	dom->pd = NULL;
 	dom->kdev = NULL;
 	dom->unbinding = false;
 	mutex_unlock(&dom->lock);

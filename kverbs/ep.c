@@ -15,6 +15,7 @@
 #include <linux/slab.h>
 
 #include "kverbs-pri.h"
+#include "kverbs_trace.h"
 
 /**
  * kverbs_ep_budget - the queue sizes of an endpoint
@@ -73,9 +74,12 @@ bool kverbs_ep_change_state(struct kverbs_ep *ep, enum kverbs_ep_state to)
 	enum kverbs_ep_state from = ep->state;
 
 	lockdep_assert_held(&ep->lock);
-	if (!(kverbs_ep_transitions[from] & BIT(to)))
+	if (!(kverbs_ep_transitions[from] & BIT(to))) {
+		trace_kverbs_ep_state_refused(ep, kverbs_ep_qpn(ep), from, to);
 		return false;
+	}
 	WRITE_ONCE(ep->state, to);
+	trace_kverbs_ep_state(ep, kverbs_ep_qpn(ep), from, to);
 	return true;
 }
 
@@ -116,6 +120,7 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	init_completion(&ep->cm_settled);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
 	INIT_LIST_HEAD(&ep->sq.op_free);
+	INIT_LIST_HEAD(&ep->grants);
 	init_waitqueue_head(&ep->sq.wait);
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
@@ -155,9 +160,11 @@ void kverbs_ep_fail(struct kverbs_ep *ep, int err)
 }
 
 /*
- * Release the QP and unmap the buffers.  The QP must be drained or never
- * connected: the drain guarantees that no completion for it is left in the
- * shared CQ.  Called with dom->lock held, so the domain is still bound.
+ * Release the QP, unmap the buffers, deregister the grants and free the
+ * PD, in that order.  The QP must be drained or never connected: the drain
+ * guarantees that no completion for it is left in the shared CQ, and that
+ * no WR still names a grant's MR.  Called with dom->lock held, so the
+ * domain is still bound.
  */
 void kverbs_ep_release_qp(struct kverbs_ep *ep)
 {
@@ -169,6 +176,11 @@ void kverbs_ep_release_qp(struct kverbs_ep *ep)
 		ep->qp = NULL;
 	}
 	kverbs_upper->release(ep);
+	kverbs_ep_drop_grants(ep);
+	if (ep->pd) {
+		ib_dealloc_pd(ep->pd);
+		ep->pd = NULL;
+	}
 	if (ep->cq_reserved) {
 		dom->cq_used -= dom->budget.cqes;
 		ep->cq_reserved = false;

@@ -146,6 +146,11 @@ struct kverbs_sq {
 	wait_queue_head_t wait;
 	u64 signaled;			/* counters, under ep->lock */
 	u64 ops_posted;
+	u64 reads;			/* ops_posted by opcode */
+	u64 writes;
+	u64 atomics;
+	u64 regs;
+	u64 invs;
 };
 
 /*
@@ -221,7 +226,7 @@ extern const struct kverbs_upper_ops *kverbs_upper;
 #include "../kvmsg/kvmsg-state.h"
 
 /*
- * Locking: @lock (mutex) protects binding (@kdev, @pd, @cq, @cq_used,
+ * Locking: @lock (mutex) protects binding (@kdev, @cq, @cq_used,
  * @unbinding), @eps and @listeners, and @dying.  Callbacks of @ops run
  * without it.  @unbind_lock serialises kverbs_domain_unbind() calls; it
  * is taken before @lock and never by the domain's work items.
@@ -243,7 +248,6 @@ struct kverbs_domain {
 	struct mutex unbind_lock;	/* see above */
 	bool unbinding;
 	struct kverbs_device *kdev;
-	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct kverbs_ep_budget budget;	/* of each endpoint */
 	unsigned int cq_size;		/* asked for: max_eps budgets */
@@ -326,6 +330,10 @@ enum {
  * under it, so nothing is posted once draining starts.
  *
  * @id: small number unique in the domain, for logs, traces and debugfs.
+ * @pd: the endpoint's own protection domain, from setup to release with
+ *	the QP, so that a grant's keys work on this connection only
+ *	(grant.c); @lkey, @max_sge and @iwarp are set with it and never
+ *	change after.  @grants is under dom->lock.
  * @msg: the message layer's state, touched only by kvmsg/.
  */
 struct kverbs_ep {
@@ -345,6 +353,12 @@ struct kverbs_ep {
 	struct kverbs_sq sq;
 	bool cq_reserved;
 	bool atomics;			/* the device does atomics; set with @qp */
+	bool iwarp;			/* READ sinks need REMOTE_WRITE MRs */
+	struct ib_pd *pd;
+	u32 lkey;			/* @pd's local DMA key */
+	u32 qpn;			/* of @qp once created; stays */
+	u8 max_sge;			/* of a send WR, <= KVERBS_RDMA_MAX_SEGS */
+	struct list_head grants;
 
 	u32 peer_node;
 	u16 peer_depth;
@@ -356,9 +370,10 @@ struct kverbs_ep {
 	struct kvmsg_ep msg;
 };
 
+/* Safe while teardown destroys the QP: a copy, never ep->qp. */
 static inline u32 kverbs_ep_qpn(const struct kverbs_ep *ep)
 {
-	return ep->qp ? ep->qp->qp_num : 0;
+	return READ_ONCE(ep->qpn);
 }
 
 /*
@@ -368,12 +383,12 @@ static inline u32 kverbs_ep_qpn(const struct kverbs_ep *ep)
  */
 static inline struct ib_device *kverbs_ep_device(const struct kverbs_ep *ep)
 {
-	return ep->dom->pd->device;
+	return ep->pd->device;
 }
 
 static inline u32 kverbs_ep_lkey(const struct kverbs_ep *ep)
 {
-	return ep->dom->pd->local_dma_lkey;
+	return ep->lkey;
 }
 
 enum kverbs_listener_state {
@@ -444,10 +459,53 @@ const char *kverbs_listener_state_str(struct kverbs_listener *l);
 void kverbs_listeners_device_added(void);
 void kverbs_listeners_exit(void);
 
-/* region.c */
-void kverbs_domain_drop_regions(struct kverbs_domain *dom);
-int kverbs_region_local(const struct kverbs_region *r, u64 off, u32 len,
+/*
+ * region.c: pages of a domain, mapped on its device exactly while it is
+ * bound.  Locking: @dom_node, @grants, @mapped under dom->lock; see
+ * region.c for why @dma may be read without it.
+ */
+struct kverbs_region {
+	struct kverbs_domain *dom;	/* holds a reference */
+	struct page **pages;
+	dma_addr_t *dma;		/* per page, while @mapped */
+	unsigned long npages;
+	u64 len;
+	bool mapped;
+	struct list_head dom_node;
+	struct list_head grants;
+};
+
+int kverbs_domain_map_regions(struct kverbs_domain *dom,
+			      struct ib_device *dev);
+void kverbs_domain_unmap_regions(struct kverbs_domain *dom,
+				 struct ib_device *dev);
+int kverbs_region_local(const struct kverbs_region *r,
+			const struct kverbs_ep *ep, u64 off, u32 len,
 			struct ib_sge *sge);
+
+/*
+ * grant.c: a region registered on one endpoint's PD, one MR per extent of
+ * 1 << @extent_shift bytes.  Locking: see grant.c.
+ */
+struct kverbs_grant {
+	struct kverbs_region *r;
+	struct kverbs_ep *ep;		/* holds a reference */
+	u32 access;
+	unsigned int extent_shift;
+	unsigned int nmr;
+	bool dead;			/* MRs gone with the endpoint */
+	struct list_head region_node;
+	struct list_head ep_node;
+	struct completion wr_done;
+	atomic_t pending;
+	int status;
+	struct {
+		struct ib_mr *mr;
+		u32 rkey;
+	} ent[];
+};
+
+void kverbs_ep_drop_grants(struct kverbs_ep *ep);
 
 /* debugfs.c */
 void kverbs_debugfs_init(void);

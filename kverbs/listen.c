@@ -26,6 +26,7 @@
 #include <linux/slab.h>
 
 #include "kverbs-pri.h"
+#include "kverbs_trace.h"
 
 static DEFINE_MUTEX(kverbs_listeners_lock);
 static LIST_HEAD(kverbs_dormant);	/* listeners waiting for a device */
@@ -36,15 +37,20 @@ static DECLARE_DELAYED_WORK(kverbs_relisten, kverbs_relisten_work);
 #define KVERBS_RELISTEN_TRIES		20
 #define KVERBS_RELISTEN_INTERVAL	msecs_to_jiffies(500)
 
-static void kverbs_cm_reject(struct rdma_cm_id *id, enum kverbs_cm_reason r)
+/* @ep_id: the endpoint created for the request, 0 if none was */
+static void kverbs_cm_reject(struct kverbs_domain *dom, u32 ep_id,
+			     struct rdma_cm_id *id, enum kverbs_cm_reason r)
 {
 	struct kverbs_cm_rej rej = {
 		.magic = cpu_to_be32(KVERBS_CM_MAGIC),
 		.version = cpu_to_be16(KVERBS_CM_VERSION),
 		.reason = cpu_to_be16(r),
 	};
+	int ret;
 
-	rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	ret = rdma_reject(id, &rej, sizeof(rej), IB_CM_REJ_CONSUMER_DEFINED);
+	trace_kverbs_reject(dom, ep_id, &id->route.addr.dst_addr,
+			    kverbs_cm_reason_str(r), ret);
 }
 
 /* Passive side: validate, create the endpoint, accept or reject. */
@@ -92,7 +98,7 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	if (ret) {
 		kverbs_dom_log(warn, dom, "cannot accept node %u from %pISpc: %d\n",
 			       node, src, ret);
-		kverbs_cm_reject(id, KVERBS_CM_EBUSY);
+		kverbs_cm_reject(dom, ep->id, id, KVERBS_CM_EBUSY);
 		kverbs_ep_fail(ep, ret);
 		return 0;
 	}
@@ -100,7 +106,7 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	return 0;
 
 reject:
-	kverbs_cm_reject(id, reason);
+	kverbs_cm_reject(dom, 0, id, reason);
 	return 1;	/* rdma_cm destroys the child id */
 }
 
@@ -118,6 +124,7 @@ static int kverbs_listener_cm_handler(struct rdma_cm_id *id,
 		return kverbs_listener_request(l, id, ev);
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
 		/* Only address-bound listeners get this. */
+		trace_kverbs_listener_removal(l, 0);
 		queue_work(system_long_wq, &l->removal_work);
 		return 0;
 	default:
@@ -160,6 +167,7 @@ static void kverbs_listener_removal_work(struct work_struct *work)
 	struct kverbs_listener *l = container_of(work, struct kverbs_listener,
 						 removal_work);
 	struct rdma_cm_id *id = NULL;
+	bool dormant;
 
 	mutex_lock(&l->lock);
 	if (l->state == KVERBS_LISTENER_LISTENING) {
@@ -175,10 +183,13 @@ static void kverbs_listener_removal_work(struct work_struct *work)
 
 	mutex_lock(&kverbs_listeners_lock);
 	mutex_lock(&l->lock);
-	if (l->state == KVERBS_LISTENER_DORMANT)
+	dormant = l->state == KVERBS_LISTENER_DORMANT;
+	if (dormant)
 		list_add_tail(&l->dormant_node, &kverbs_dormant);
 	mutex_unlock(&l->lock);
 	mutex_unlock(&kverbs_listeners_lock);
+	if (dormant)
+		trace_kverbs_listener_dormant(l, 0);
 	/* A device may have come back already. */
 	kverbs_listeners_device_added();
 	kverbs_dom_log(info, l->dom,
@@ -196,8 +207,10 @@ static void kverbs_relisten_work(struct work_struct *work)
 	mutex_lock(&kverbs_listeners_lock);
 	list_for_each_entry_safe(l, tmp, &kverbs_dormant, dormant_node) {
 		id = kverbs_listener_new_id(l);
-		if (IS_ERR(id))
+		if (IS_ERR(id)) {
+			trace_kverbs_listener_relisten(l, PTR_ERR(id));
 			continue;
+		}
 		mutex_lock(&l->lock);
 		if (l->state == KVERBS_LISTENER_DORMANT) {
 			l->cm_id = id;
@@ -210,6 +223,7 @@ static void kverbs_relisten_work(struct work_struct *work)
 			rdma_destroy_id(id);
 			continue;
 		}
+		trace_kverbs_listener_relisten(l, 0);
 		kverbs_dom_log(info, l->dom, "listener on %pISpc listening again\n", &l->addr);
 	}
 	left = !list_empty(&kverbs_dormant);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * One-sided operations: RDMA read and write, compare-and-swap and
- * fetch-and-add, between a local registered region and a peer's region.
+ * fetch-and-add, between a local region (its pages by the endpoint's
+ * local DMA key) and the extent of a peer's region that a grant of the
+ * peer's made reachable on this connection.
  *
  * Each operation takes an operation slot of the endpoint's send queue and
  * goes through the ledger (sq.c), so it counts for selective signaling
@@ -28,28 +30,34 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 	return ret;
 }
 
-/* The local SGE and the remote bounds of @rop, checked. */
-static int kverbs_rdma_check(const struct kverbs_rdma_op *rop, u32 len,
+/* The local SGEs and the remote bounds of @rop, checked; or -errno. */
+static int kverbs_rdma_check(struct kverbs_ep *ep,
+			     const struct kverbs_rdma_op *rop, u32 len,
 			     struct ib_sge *sge)
 {
 	const struct kverbs_remote *rem = &rop->remote;
 
 	if (!rop->local || !len || rem->reserved || len > rem->len)
 		return -EINVAL;
-	return kverbs_region_local(rop->local, rop->local_off, len, sge);
+	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge);
 }
 
 static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			  const struct kverbs_rdma_op *rop, unsigned int flags)
 {
+	struct ib_sge sge[KVERBS_RDMA_MAX_SEGS];
 	struct ib_rdma_wr wr = {};
-	struct ib_sge sge;
+	int n;
 
-	if (kverbs_rdma_check(rop, rop->len, &sge))
-		return -EINVAL;
+	/* An iWARP READ sink must be an MR with REMOTE_WRITE: not ours. */
+	if (opcode == IB_WR_RDMA_READ && READ_ONCE(ep->iwarp))
+		return -EOPNOTSUPP;
+	n = kverbs_rdma_check(ep, rop, rop->len, sge);
+	if (n < 0)
+		return n;
 	wr.wr.opcode = opcode;
-	wr.wr.sg_list = &sge;
-	wr.wr.num_sge = 1;
+	wr.wr.sg_list = sge;
+	wr.wr.num_sge = n;
 	wr.remote_addr = rop->remote.offset;
 	wr.rkey = rop->remote.rkey;
 	return kverbs_rdma_post(ep, &wr.wr, rop, flags);
@@ -67,9 +75,12 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * caller's stack.
  *
  * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
- * Return: 0 when posted; -EINVAL (no local region, @op->len beyond
- * @op->remote.len or the local region, a non-zero reserved field),
- * -EAGAIN, -EINTR, -ENOTCONN or the endpoint's error, or a provider error.
+ * Return: 0 when posted; -EINVAL (no local region or another domain's,
+ * @op->len zero or beyond @op->remote.len or the local region, more than
+ * KVERBS_RDMA_MAX_SEGS contiguous runs, a non-zero reserved field),
+ * -ENODEV (the domain has no device), -EOPNOTSUPP (a read on iWARP, whose
+ * READ sink would have to be remotely writable), -EAGAIN, -EINTR,
+ * -ENOTCONN or the endpoint's error, or a provider error.
  */
 int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 		     unsigned int flags)
@@ -102,17 +113,20 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			 const struct kverbs_rdma_op *rop, u64 compare_add,
 			 u64 swap, unsigned int flags)
 {
+	struct ib_sge sge[KVERBS_RDMA_MAX_SEGS];
 	struct ib_atomic_wr wr = {};
-	struct ib_sge sge;
+	int n;
 
 	if (!READ_ONCE(ep->atomics))
 		return -EOPNOTSUPP;
-	if ((rop->remote.offset | rop->local_off) & 7 ||
-	    kverbs_rdma_check(rop, 8, &sge))
+	if ((rop->remote.offset | rop->local_off) & 7)
 		return -EINVAL;
+	n = kverbs_rdma_check(ep, rop, 8, sge);
+	if (n < 0)
+		return n;
 	wr.wr.opcode = opcode;
-	wr.wr.sg_list = &sge;
-	wr.wr.num_sge = 1;
+	wr.wr.sg_list = sge;
+	wr.wr.num_sge = n;
 	wr.remote_addr = rop->remote.offset;
 	wr.rkey = rop->remote.rkey;
 	wr.compare_add = compare_add;
@@ -123,8 +137,8 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 /**
  * kverbs_atomic_cmp_swap - compare-and-swap a peer's 64-bit word
  * @ep: connected endpoint
- * @op: the word at @op->remote (8-byte aligned offset, a region registered
- *	with KVERBS_ACCESS_REMOTE_ATOMIC); its previous value lands at
+ * @op: the word at @op->remote (8-byte aligned offset, in an extent
+ *	granted KVERBS_ACCESS_REMOTE_ATOMIC); its previous value lands at
  *	@op->local_off (8-byte aligned) in @op->local; @op->len is ignored
  * @compare: value expected
  * @swap: value stored if it matched

@@ -156,10 +156,13 @@ static bool kverbs_op_reclaim(struct kverbs_wr *w, void **arg)
 static void kverbs_op_reclaimed(struct kverbs_ep *ep, void *arg, int status)
 {
 	struct kverbs_op *op = arg;
+	kverbs_rdma_done_t done = op->done;
+	void *ctx = op->ctx;
 
-	if (op->done)
-		op->done(op->ctx, status);
+	/* The slot is free before @done runs: @done may post again. */
 	kverbs_op_put(ep, op);
+	if (done)
+		done(ctx, status);
 }
 
 static const struct kverbs_wr_ops kverbs_op_wr_ops = {
@@ -464,6 +467,35 @@ void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op)
 	wake_up(&ep->sq.wait);
 }
 
+/* Count a posted operation by its opcode; ep->lock held. */
+static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
+{
+	sq->ops_posted++;
+	switch (opcode) {
+	case IB_WR_RDMA_READ:
+		sq->reads++;
+		break;
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		sq->writes++;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+	case IB_WR_MASKED_ATOMIC_CMP_AND_SWP:
+	case IB_WR_MASKED_ATOMIC_FETCH_AND_ADD:
+		sq->atomics++;
+		break;
+	case IB_WR_REG_MR:
+		sq->regs++;
+		break;
+	case IB_WR_LOCAL_INV:
+		sq->invs++;
+		break;
+	default:
+		break;
+	}
+}
+
 /**
  * kverbs_op_post - post an RDMA operation, a registration or an invalidation
  * @ep: endpoint
@@ -487,7 +519,7 @@ int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 		ret = kverbs_sq_post_locked(ep, &op->wr, wr, op->done ||
 					    !ep->sq.op_nfree, &sig);
 		if (!ret)
-			ep->sq.ops_posted++;
+			kverbs_op_count(&ep->sq, wr->opcode);
 	}
 	spin_unlock_bh(&ep->lock);
 	return ret;

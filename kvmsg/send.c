@@ -270,7 +270,8 @@ EXPORT_SYMBOL_NS_GPL(kvmsg_send, KVERBS_NS);
  * kvmsg_unreserve - give back a reserved buffer without sending it
  * @buf: from kvmsg_reserve()
  *
- * Context: any.
+ * Context: process or softirq, not hard interrupt (takes the endpoint's
+ * bh lock).
  */
 void kvmsg_unreserve(struct kvmsg_buf *buf)
 {

@@ -16,9 +16,17 @@
 /*
  * Symbol namespace.  Up to 6.12 the namespace argument is an identifier
  * (stringified after macro expansion); 6.13 turned it into a string literal.
- * Exports are written EXPORT_SYMBOL_NS_GPL(sym, KVERBS_NS) and users say
- * MODULE_IMPORT_NS(KVERBS_NS), which is right on both sides of 6.13.
+ * Exports are written EXPORT_SYMBOL_NS_GPL(sym, KVERBS_NS), which is right
+ * on both sides of 6.13.
  */
+/*
+ * What a client module says to import the namespace: the modinfo entry
+ * that MODULE_IMPORT_NS() makes, written out, so that it is right on any
+ * kernel without the probe results kverbs' own build has (a client module
+ * has none: MODULE_IMPORT_NS(KVERBS_NS) there would import "\"KVERBS\"").
+ */
+#define KVERBS_IMPORT_NS()	MODULE_INFO(import_ns, "KVERBS")
+
 #ifdef KVERBS_HAVE_NS_IDENT
 #define KVERBS_NS		KVERBS
 #define KVERBS_KUNIT_NS		EXPORTED_FOR_KUNIT_TESTING

@@ -2,12 +2,17 @@
 /*
  * kverbs: in-kernel RDMA endpoints for kernel modules.
  *
- * A domain owns a protection domain, one completion queue shared by all of
- * its endpoints, and one set of callbacks.  Because every endpoint of a
- * domain completes on the same CQ, callbacks of one domain never run
- * concurrently with each other.  A domain binds to an RDMA device when its
- * first endpoint resolves a route or accepts a connection; endpoints on a
- * different device are refused with -EXDEV.
+ * A domain owns one completion queue shared by all of its endpoints, one
+ * set of callbacks and its regions; each endpoint has its own protection
+ * domain, so what is granted to one peer is reachable by no other.
+ * Because every endpoint of a domain completes on the same CQ, the
+ * callbacks that completions run (->recv() in softirq, ->send_done(), RDMA
+ * @done) never run concurrently with each other; the connection callbacks
+ * and deferred ->recv() calls run in process context, concurrently with
+ * them but never with another call for the same endpoint's messages.
+ * A domain binds to an RDMA device when its first endpoint resolves a
+ * route or accepts a connection; endpoints on a different device are
+ * refused with -EXDEV.
  *
  * Endpoints are RC queue pairs set up through rdma_cm, so IB, RoCE and iWARP
  * work alike.  Both sides announce their node id, receive depth and largest
@@ -39,6 +44,8 @@ struct kvmsg_ops;
  * (a ->recv() in KVMSG_CTX_SOFTIRQ or KVMSG_CTX_POLL, ->send_done(), an
  * RDMA @done), kverbs and kvmsg calls never sleep whatever the flags, so a
  * handler passes 0 and returns the -EAGAIN it got to be deferred.
+ * kvmem_protect() does not know these callbacks: pass KVERBS_NOWAIT to it
+ * from any of them.
  */
 #define KVERBS_NOWAIT	0x1
 
@@ -105,28 +112,36 @@ void kverbs_ep_set_priv(struct kverbs_ep *ep, void *priv);
 void *kverbs_ep_priv(const struct kverbs_ep *ep);
 struct kverbs_domain *kverbs_ep_domain(const struct kverbs_ep *ep);
 
-/* Registered regions and one-sided operations (kverbs/region.c, rdma.c) */
+/*
+ * Registered memory (kverbs/region.c, grant.c) and one-sided operations
+ * (rdma.c).  A region is pages of ours that belong to the domain; a grant
+ * makes a region reachable by the peer of one endpoint, with the access
+ * it names, until it is revoked or the endpoint closes.  Every endpoint
+ * has its own protection domain, so a grant's keys work on that
+ * endpoint's connection only.
+ */
 struct kverbs_region;
+struct kverbs_grant;
 struct page;
 
 #define KVERBS_ACCESS_REMOTE_READ	0x1
 #define KVERBS_ACCESS_REMOTE_WRITE	0x2
 #define KVERBS_ACCESS_REMOTE_ATOMIC	0x4
 #define KVERBS_ACCESS_ALL		0x7
-#define KVERBS_REGION_MAX_PAGES		1024
+#define KVERBS_RDMA_MAX_SEGS		4
 
 /**
  * struct kverbs_remote - an extent of a peer's registered memory
- * @offset: first byte, as an offset in the peer's region (regions are
- *	zero-based: no kernel or DMA address ever travels)
+ * @offset: first byte, as an offset in the peer's region (no kernel or
+ *	DMA address ever travels)
  * @len: bytes of the extent
- * @rkey: the peer region's key
+ * @rkey: the key of the peer's grant that covers the extent
  * @reserved: zero
  *
- * kverbs_region_remote() describes a whole region; kverbs_remote_slice()
- * narrows it to the bytes one operation touches.  Fixed layout, host byte
- * order: a client sends it as it is to a peer of the same architecture,
- * or converts the fields itself.
+ * kverbs_grant_remote() describes bytes within one extent of a granted
+ * region; kverbs_remote_slice() narrows it to the bytes one operation
+ * touches.  Fixed layout, host byte order: a client sends it as it is to
+ * a peer of the same architecture, or converts the fields itself.
  */
 struct kverbs_remote {
 	u64 offset;
@@ -161,8 +176,10 @@ typedef void (*kverbs_rdma_done_t)(void *ctx, int status);
 
 /**
  * struct kverbs_rdma_op - one RDMA read, write or atomic
- * @local: registered region of ours: the source of a write, the sink of a
- *	read or of an atomic's previous value
+ * @local: a region of ours, of the endpoint's domain (no grant needed):
+ *	the source of a write, the sink of a read or of an atomic's previous
+ *	value; the bytes may span pages, up to KVERBS_RDMA_MAX_SEGS runs of
+ *	physically contiguous memory
  * @local_off: offset in @local
  * @remote: where in the peer's memory; @remote.offset is the first byte
  * @len: bytes; an atomic is always 8
@@ -179,13 +196,18 @@ struct kverbs_rdma_op {
 	void *ctx;
 };
 
-struct kverbs_region *kverbs_region_register(struct kverbs_ep *ep,
-					     struct page **pages,
-					     unsigned int npages, u32 access);
-void kverbs_region_unregister(struct kverbs_region *r);
-void kverbs_region_remote(const struct kverbs_region *r,
-			  struct kverbs_remote *remote);
+struct kverbs_region *kverbs_region_create(struct kverbs_domain *dom,
+					   struct page **pages,
+					   unsigned long npages);
+void kverbs_region_destroy(struct kverbs_region *r);
 u64 kverbs_region_len(const struct kverbs_region *r);
+
+struct kverbs_grant *kverbs_region_grant(struct kverbs_region *r,
+					 struct kverbs_ep *ep, u32 access);
+void kverbs_grant_revoke(struct kverbs_grant *g);
+int kverbs_grant_remote(const struct kverbs_grant *g, u64 offset, u64 len,
+			struct kverbs_remote *remote);
+u64 kverbs_grant_extent(const struct kverbs_grant *g);
 
 int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 		     unsigned int flags);

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Grants: a region made reachable by the peer of one endpoint.
+ *
+ * An rkey is valid on every QP of its PD, and the kernel verbs have no
+ * memory windows, so the scope of a key is the scope of its PD: every
+ * endpoint has its own PD (connect.c), and a grant is a registration on
+ * that PD.  A grant's keys therefore work on its endpoint's connection
+ * and nowhere else; a peer of the same domain holding them is refused by
+ * its own QP's PD check.
+ *
+ * Registration is fast registration (FRWR): MRs from ib_alloc_mr() on
+ * the endpoint's PD, mapped with ib_map_mr_sg() and made valid by
+ * IB_WR_REG_MR on the endpoint's send queue.  A device maps at most
+ * attrs.max_fast_reg_page_list_len pages per MR, so a grant of a large
+ * region is several MRs, each covering one extent: a power of two of
+ * pages, the same for every MR of the grant.  Each MR's iova is its
+ * extent's offset in the region, so a peer addresses every byte by its
+ * region offset and an extent's rkey; no kernel or DMA address travels.
+ * The low byte of each rkey is random.
+ *
+ * Revocation posts IB_WR_LOCAL_INV for every MR while the endpoint is up,
+ * then deregisters; the teardown of the endpoint deregisters what is left
+ * after the QP is drained and destroyed, before the PD goes.  A grant
+ * holds a reference to its endpoint, so its memory outlives the
+ * connection until kverbs_grant_revoke().
+ *
+ * Locking: @region_node, @ep_node, @dead and the MRs are under dom->lock.
+ * @ent[].rkey and @extent_shift never change after creation.
+ */
+#include <linux/log2.h>
+#include <linux/random.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+
+#include "kverbs-pri.h"
+
+/*
+ * Pages per extent: a power of two that the device maps per MR with one
+ * page to spare.  Each MR is allocated for one page more than it maps:
+ * rxe before 6.4 (rxe_mr_copy()) reads the map after the last one when a
+ * copy ends at the end of a map of 256 pages, and the spare page makes
+ * that map exist (KASAN reports the read on 6.1 otherwise).
+ */
+static unsigned int kverbs_grant_extent_pages(struct ib_device *dev,
+					      unsigned long npages)
+{
+	u32 max = dev->attrs.max_fast_reg_page_list_len;
+
+	max = max > 2 ? rounddown_pow_of_two(max - 1) : 1;
+	if (npages < max)
+		return roundup_pow_of_two(npages);
+	return max;
+}
+
+static int kverbs_ib_access(u32 access)
+{
+	int a = IB_ACCESS_LOCAL_WRITE;
+
+	if (access & KVERBS_ACCESS_REMOTE_READ)
+		a |= IB_ACCESS_REMOTE_READ;
+	if (access & KVERBS_ACCESS_REMOTE_WRITE)
+		a |= IB_ACCESS_REMOTE_WRITE;
+	if (access & KVERBS_ACCESS_REMOTE_ATOMIC)
+		a |= IB_ACCESS_REMOTE_ATOMIC;
+	return a;
+}
+
+static void kverbs_grant_wr_done(void *ctx, int status)
+{
+	struct kverbs_grant *g = ctx;
+
+	if (status)
+		cmpxchg(&g->status, 0, status);
+	if (atomic_dec_and_test(&g->pending))
+		complete(&g->wr_done);
+}
+
+/*
+ * Post one REG_MR (@reg) or LOCAL_INV for each MR of @g and wait for them
+ * all.  Bounded: each completes or, once the endpoint fails, is flushed.
+ */
+static int kverbs_grant_post_all(struct kverbs_grant *g, bool reg)
+{
+	struct kverbs_ep *ep = g->ep;
+	int access = kverbs_ib_access(g->access);
+	struct kverbs_op *op;
+	unsigned int i;
+	int ret = 0;
+
+	g->status = 0;
+	atomic_set(&g->pending, 1);
+	reinit_completion(&g->wr_done);
+	for (i = 0; i < g->nmr && !ret; i++) {
+		struct ib_reg_wr rwr = {};
+		struct ib_send_wr iwr = {};
+
+		op = kverbs_op_get(ep, 0);
+		if (IS_ERR(op)) {
+			ret = PTR_ERR(op);
+			break;
+		}
+		op->done = kverbs_grant_wr_done;
+		op->ctx = g;
+		atomic_inc(&g->pending);
+		if (reg) {
+			rwr.wr.opcode = IB_WR_REG_MR;
+			rwr.mr = g->ent[i].mr;
+			rwr.key = g->ent[i].rkey;
+			rwr.access = access;
+			ret = kverbs_op_post(ep, op, &rwr.wr);
+		} else {
+			iwr.opcode = IB_WR_LOCAL_INV;
+			iwr.ex.invalidate_rkey = g->ent[i].rkey;
+			ret = kverbs_op_post(ep, op, &iwr);
+		}
+		if (ret) {
+			atomic_dec(&g->pending);
+			kverbs_op_put(ep, op);
+		}
+	}
+	if (!atomic_dec_and_test(&g->pending))
+		wait_for_completion(&g->wr_done);
+	return ret ?: g->status;
+}
+
+/* Deregister @g's MRs; under dom->lock, before its endpoint's PD goes. */
+static void kverbs_grant_release_mrs(struct kverbs_grant *g)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&g->r->dom->lock);
+	for (i = 0; i < g->nmr; i++) {
+		if (g->ent[i].mr)
+			ib_dereg_mr(g->ent[i].mr);
+		g->ent[i].mr = NULL;
+	}
+	WRITE_ONCE(g->dead, true);
+}
+
+/* Allocate and map @g's MRs on its endpoint's PD; under dom->lock. */
+static int kverbs_grant_map(struct kverbs_grant *g, struct scatterlist *sgl)
+{
+	struct kverbs_region *r = g->r;
+	unsigned int per = 1U << (g->extent_shift - PAGE_SHIFT);
+	unsigned int i, k, n;
+	struct ib_mr *mr;
+	int ret;
+
+	for (i = 0; i < g->nmr; i++) {
+		unsigned long first = (unsigned long)i * per;
+
+		n = min_t(unsigned long, per, r->npages - first);
+		mr = ib_alloc_mr(g->ep->pd, IB_MR_TYPE_MEM_REG, n + 1);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		g->ent[i].mr = mr;
+		sg_init_table(sgl, n);
+		for (k = 0; k < n; k++) {
+			sg_set_page(&sgl[k], r->pages[first + k], PAGE_SIZE, 0);
+			sg_dma_address(&sgl[k]) = r->dma[first + k];
+			sg_dma_len(&sgl[k]) = PAGE_SIZE;
+		}
+		ret = ib_map_mr_sg(mr, sgl, n, NULL, PAGE_SIZE);
+		if (ret != n)
+			return ret < 0 ? ret : -EINVAL;
+		/* The extent's offset in the region, as the peer names it. */
+		mr->iova = (u64)first << PAGE_SHIFT;
+		ib_update_fast_reg_key(mr, get_random_u32() & 0xff);
+		g->ent[i].rkey = mr->rkey;
+	}
+	return 0;
+}
+
+/**
+ * kverbs_region_grant - let the peer of one endpoint reach a region
+ * @r: region
+ * @ep: connected endpoint of @r's domain
+ * @access: KVERBS_ACCESS_* flags, at least one: the least the peer needs
+ *
+ * kverbs_grant_remote() then describes extents of @r for that peer.  The
+ * keys work on @ep's connection only; they die with kverbs_grant_revoke(),
+ * kverbs_region_destroy() or the endpoint's teardown.
+ *
+ * Context: process; sleeps.
+ * Return: the grant, or ERR_PTR: -EINVAL (bad @access, another domain's
+ * region), -ENOMEM, -ENOTCONN or the endpoint's error, -ENODEV (the
+ * domain has no device), -EINTR, or a provider error.
+ */
+struct kverbs_grant *kverbs_region_grant(struct kverbs_region *r,
+					 struct kverbs_ep *ep, u32 access)
+{
+	struct kverbs_domain *dom = ep->dom;
+	struct scatterlist *sgl = NULL;
+	struct kverbs_grant *g = NULL;
+	unsigned int per, nmr;
+	int ret;
+
+	might_sleep();
+	if (!access || (access & ~KVERBS_ACCESS_ALL) || r->dom != dom)
+		return ERR_PTR(-EINVAL);
+
+	mutex_lock(&dom->lock);
+	if (!dom->kdev || !r->mapped) {
+		ret = -ENODEV;
+		goto out_unlock;
+	}
+	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTED || !ep->pd) {
+		ret = -ENOTCONN;
+		goto out_unlock;
+	}
+	per = kverbs_grant_extent_pages(dom->kdev->ibdev, r->npages);
+	nmr = DIV_ROUND_UP(r->npages, per);
+	ret = -ENOMEM;
+	g = kzalloc(struct_size(g, ent, nmr), GFP_KERNEL);
+	sgl = kvmalloc_array(min_t(unsigned long, per, r->npages),
+			     sizeof(*sgl), GFP_KERNEL);
+	if (!g || !sgl)
+		goto out_unlock;
+	g->r = r;
+	g->ep = ep;
+	g->access = access;
+	g->nmr = nmr;
+	g->extent_shift = ilog2(per) + PAGE_SHIFT;
+	init_completion(&g->wr_done);
+	ret = kverbs_grant_map(g, sgl);
+	if (ret) {
+		kverbs_grant_release_mrs(g);
+		goto out_unlock;
+	}
+	list_add_tail(&g->region_node, &r->grants);
+	list_add_tail(&g->ep_node, &ep->grants);
+	kverbs_ep_get(ep);
+	mutex_unlock(&dom->lock);
+	kvfree(sgl);
+
+	ret = kverbs_grant_post_all(g, true);
+	if (ret) {
+		kverbs_grant_revoke(g);
+		return ERR_PTR(ret);
+	}
+	return g;
+
+out_unlock:
+	mutex_unlock(&dom->lock);
+	kvfree(sgl);
+	kfree(g);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_region_grant, KVERBS_NS);
+
+/**
+ * kverbs_grant_revoke - end a peer's access and free the grant
+ * @g: grant
+ *
+ * When this returns, no peer can reach the region through @g's keys.
+ *
+ * Context: process; sleeps.
+ */
+void kverbs_grant_revoke(struct kverbs_grant *g)
+{
+	struct kverbs_domain *dom = g->r->dom;
+	struct kverbs_ep *ep = g->ep;
+
+	might_sleep();
+	/*
+	 * If this fails, the endpoint is going down: its teardown drains the
+	 * QP before it deregisters, and deregistration kills the keys too.
+	 */
+	if (!READ_ONCE(g->dead) && READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+		kverbs_grant_post_all(g, false);
+	mutex_lock(&dom->lock);
+	if (!g->dead) {
+		kverbs_grant_release_mrs(g);
+		list_del(&g->ep_node);
+	}
+	list_del(&g->region_node);
+	mutex_unlock(&dom->lock);
+	kverbs_ep_put(ep);
+	kfree(g);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_grant_revoke, KVERBS_NS);
+
+/**
+ * kverbs_ep_drop_grants - deregister every grant of an endpoint
+ * @ep: endpoint whose QP is drained and destroyed
+ *
+ * The grants stay allocated, dead, until their owner revokes them.
+ *
+ * Context: process, dom->lock held.
+ */
+void kverbs_ep_drop_grants(struct kverbs_ep *ep)
+{
+	struct kverbs_grant *g, *tmp;
+
+	lockdep_assert_held(&ep->dom->lock);
+	list_for_each_entry_safe(g, tmp, &ep->grants, ep_node) {
+		kverbs_grant_release_mrs(g);
+		list_del_init(&g->ep_node);
+	}
+}
+
+/**
+ * kverbs_grant_remote - what the peer needs to reach bytes of the region
+ * @g: grant
+ * @offset: first byte, an offset in the region
+ * @len: bytes, at least 1, within one extent (kverbs_grant_extent())
+ * @remote: filled with @offset, @len and the extent's key
+ *
+ * Send it to the peer in a message; it holds no address of ours.
+ *
+ * Context: any.
+ * Return: 0, -EINVAL (out of the region, or across an extent boundary),
+ * or -ENOTCONN (the endpoint closed: the keys are dead).
+ */
+int kverbs_grant_remote(const struct kverbs_grant *g, u64 offset, u64 len,
+			struct kverbs_remote *remote)
+{
+	u64 rlen = g->r->len;
+
+	if (!len || offset > rlen || len > rlen - offset ||
+	    offset >> g->extent_shift != (offset + len - 1) >> g->extent_shift)
+		return -EINVAL;
+	if (READ_ONCE(g->dead))
+		return -ENOTCONN;
+	remote->offset = offset;
+	remote->len = len;
+	remote->rkey = g->ent[offset >> g->extent_shift].rkey;
+	remote->reserved = 0;
+	return 0;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_grant_remote, KVERBS_NS);
+
+/**
+ * kverbs_grant_extent - bytes each key of a grant covers
+ * @g: grant
+ *
+ * A power of two, at least PAGE_SIZE; extents start at its multiples.
+ * A region of up to half the pages the device maps per registration is
+ * one extent (each MR keeps a page to spare; see above).
+ *
+ * Context: any.
+ * Return: bytes.
+ */
+u64 kverbs_grant_extent(const struct kverbs_grant *g)
+{
+	return 1ULL << g->extent_shift;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_grant_extent, KVERBS_NS);
