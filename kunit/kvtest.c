@@ -11,8 +11,10 @@
  * its ->connected sends a greeting at once (a passive endpoint must be
  * able to send from ->connected).  @keep: its handler runs in process
  * context, keeps the message, hands it to a work item that releases it,
- * and sleeps before returning, so the release races the return.  A HELLO
- * message is answered with the kverbs_remote of a registered region.
+ * and sleeps before returning, so the release races the return.  @slow:
+ * its ->connected sleeps 200 ms, and no ->recv() may run meanwhile.  A HELLO
+ * message is answered with the kverbs_remote of a region granted to that
+ * peer only; a LARGE one with that of one page of the @large region.
  *
  * Client scenarios (insmod fails with the first error):
  *   echo       @count round trips, payload checked;
@@ -20,13 +22,19 @@
  *              fatal (the server's device may be going away);
  *   sqfull     at @depth, @depth unsignaled RDMA writes and @depth sends
  *              posted without waiting, then close;
- *   greet      the first message must be the server's greeting.
+ *   greet      the first message must be the server's greeting;
+ *   scope      the key of a grant for this connection must not work on a
+ *              second connection to the same server;
+ *   large      against a server with @large: read pages of its @count MiB
+ *              region across its extents, each holding its index.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/inet.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/workqueue.h>
@@ -51,7 +59,7 @@ module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive depth");
 static char *scenario = "echo";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull or greet");
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope or large");
 static uint count = 100;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "client: round trips or cycles");
@@ -61,22 +69,30 @@ MODULE_PARM_DESC(greet, "server: send a greeting from ->connected");
 static bool keep;
 module_param(keep, bool, 0444);
 MODULE_PARM_DESC(keep, "server: keep each message, release it from a work item");
+static uint large;
+module_param(large, uint, 0444);
+MODULE_PARM_DESC(large, "server: MiB of a second region, each page holding its index");
+static bool slow;
+module_param(slow, bool, 0444);
+MODULE_PARM_DESC(slow, "server: ->connected sleeps; no ->recv may overlap it");
 
 #define KVTEST_PAGES	16	/* 64 KiB writes stay in the send queue until acked */
+#define KVTEST_LEN	(KVTEST_PAGES * PAGE_SIZE)
 #define KVTEST_MAGIC	0x6b767473U
 
 enum kvtest_type { KVTEST_DATA = 1, KVTEST_GREETING, KVTEST_HELLO,
-		   KVTEST_INFO };
+		   KVTEST_INFO, KVTEST_LARGE };
 
 struct kvtest_msg {
 	u32 magic;
 	u32 type;
 	u32 seq;
-	u32 reserved;
+	u32 page;			/* KVTEST_LARGE: which page */
 	struct kverbs_remote remote;	/* KVTEST_INFO: the server's region */
 };
 
 static struct kverbs_domain *kvtest_dom;
+static atomic_t kvtest_in_connected = ATOMIC_INIT(0);
 static struct kverbs_listener *kvtest_listener;
 static struct workqueue_struct *kvtest_wq;	/* releases of kept messages */
 
@@ -98,48 +114,113 @@ static void kvtest_send_done(struct kverbs_ep *ep, void *cookie, int status)
 
 /* ------------------------------------------------------------- server */
 
+/*
+ * The server's memory belongs to its domain: one small region, and with
+ * @large a second one of @large MiB.  Each peer gets its own grants on
+ * its first request; they die with its connection.
+ */
 struct kvtest_mem {
-	struct page *pages[KVTEST_PAGES];
+	struct page **pages;
+	unsigned long npages;
+	unsigned int order;	/* of each allocation of 1 << order pages */
 	struct kverbs_region *region;
+};
+
+static struct kvtest_mem kvtest_small, kvtest_large;
+
+struct kvtest_peer {
+	struct kverbs_grant *small;
+	struct kverbs_grant *large;
 };
 
 static void kvtest_mem_free(struct kvtest_mem *mem)
 {
-	int i;
+	unsigned long i;
 
-	if (!mem)
-		return;
 	if (mem->region)
-		kverbs_region_unregister(mem->region);
-	for (i = 0; i < KVTEST_PAGES; i++)
+		kverbs_region_destroy(mem->region);
+	mem->region = NULL;
+	for (i = 0; mem->pages && i < mem->npages; i += 1UL << mem->order)
 		if (mem->pages[i])
-			__free_page(mem->pages[i]);
-	kfree(mem);
+			__free_pages(mem->pages[i], mem->order);
+	kvfree(mem->pages);
+	mem->pages = NULL;
 }
 
-static struct kvtest_mem *kvtest_mem_alloc(struct kverbs_ep *ep)
+/* @npages in runs of 1 << @order contiguous pages; page i holds i. */
+static int kvtest_mem_alloc(struct kvtest_mem *mem, unsigned long npages,
+			    unsigned int order)
 {
-	struct kvtest_mem *mem = kzalloc(sizeof(*mem), GFP_KERNEL);
-	int i, err;
+	unsigned long i, k;
+	struct page *p;
+	int ret;
 
-	if (!mem)
-		return ERR_PTR(-ENOMEM);
-	for (i = 0; i < KVTEST_PAGES; i++) {
-		mem->pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
-		if (!mem->pages[i]) {
+	mem->npages = npages;
+	mem->order = order;
+	mem->pages = kvcalloc(npages, sizeof(*mem->pages), GFP_KERNEL);
+	if (!mem->pages)
+		return -ENOMEM;
+	for (i = 0; i < npages; i += 1UL << order) {
+		p = alloc_pages(GFP_KERNEL | __GFP_ZERO, order);
+		if (!p) {
 			kvtest_mem_free(mem);
-			return ERR_PTR(-ENOMEM);
+			return -ENOMEM;
 		}
+		for (k = 0; k < 1UL << order; k++) {
+			mem->pages[i + k] = p + k;
+			*(u64 *)page_address(p + k) = i + k;
+		}
+		cond_resched();
 	}
-	mem->region = kverbs_region_register(ep, mem->pages, KVTEST_PAGES,
-					     KVERBS_ACCESS_REMOTE_WRITE);
+	mem->region = kverbs_region_create(kvtest_dom, mem->pages, npages);
 	if (IS_ERR(mem->region)) {
-		err = PTR_ERR(mem->region);
+		ret = PTR_ERR(mem->region);
 		mem->region = NULL;
 		kvtest_mem_free(mem);
-		return ERR_PTR(err);
+		return ret;
 	}
-	return mem;
+	return 0;
+}
+
+static void kvtest_peer_free(struct kvtest_peer *peer)
+{
+	if (!peer)
+		return;
+	if (peer->small)
+		kverbs_grant_revoke(peer->small);
+	if (peer->large)
+		kverbs_grant_revoke(peer->large);
+	kfree(peer);
+}
+
+/* Process context: the grants of @ep's peer, made on first use. */
+static struct kvtest_peer *kvtest_peer_get(struct kverbs_ep *ep)
+{
+	struct kvtest_peer *peer = kverbs_ep_priv(ep);
+	const u32 access = KVERBS_ACCESS_REMOTE_READ |
+			   KVERBS_ACCESS_REMOTE_WRITE;
+	struct kverbs_grant *g;
+
+	if (peer)
+		return peer;
+	peer = kzalloc(sizeof(*peer), GFP_KERNEL);
+	if (!peer)
+		return ERR_PTR(-ENOMEM);
+	g = kverbs_region_grant(kvtest_small.region, ep, access);
+	if (IS_ERR(g))
+		goto fail;
+	peer->small = g;
+	if (kvtest_large.region) {
+		g = kverbs_region_grant(kvtest_large.region, ep, access);
+		if (IS_ERR(g))
+			goto fail;
+		peer->large = g;
+	}
+	kverbs_ep_set_priv(ep, peer);
+	return peer;
+fail:
+	kvtest_peer_free(peer);
+	return ERR_CAST(g);
 }
 
 struct kvtest_release {
@@ -174,28 +255,39 @@ static void kvtest_keep_race(struct kvmsg_rx *rx)
 static int kvtest_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			      enum kvmsg_ctx ctx)
 {
-	struct kvtest_mem *mem;
+	struct kvtest_peer *peer;
 	struct kvtest_msg m;
 	int ret;
 
+	if (atomic_read(&kvtest_in_connected))
+		pr_err("recv during ->connected (ctx %d)\n", ctx);
 	if (kvmsg_rx_len(rx) != sizeof(m))
 		return 0;
 	memcpy(&m, kvmsg_rx_data(rx), sizeof(m));
-	/* Registering a region and @keep's handler sleep. */
-	if ((m.type == KVTEST_HELLO || keep) && ctx != KVMSG_CTX_PROCESS)
+	/* Granting a region and @keep's handler sleep. */
+	if ((m.type == KVTEST_HELLO || m.type == KVTEST_LARGE || keep) &&
+	    ctx != KVMSG_CTX_PROCESS)
 		return -EAGAIN;
-	if (m.type == KVTEST_HELLO) {
-		mem = kverbs_ep_priv(ep);
-		if (!mem) {
-			mem = kvtest_mem_alloc(ep);
-			if (IS_ERR(mem)) {
-				pr_err("region: %ld\n", PTR_ERR(mem));
-				return 0;
-			}
-			kverbs_ep_set_priv(ep, mem);
+	if (m.type == KVTEST_HELLO || m.type == KVTEST_LARGE) {
+		peer = kvtest_peer_get(ep);
+		if (IS_ERR(peer)) {
+			pr_err("region grant: %ld\n", PTR_ERR(peer));
+			return 0;
+		}
+		if (m.type == KVTEST_HELLO)
+			ret = kverbs_grant_remote(peer->small, 0, KVTEST_LEN,
+						  &m.remote);
+		else if (peer->large)
+			ret = kverbs_grant_remote(peer->large,
+						  (u64)m.page << PAGE_SHIFT,
+						  PAGE_SIZE, &m.remote);
+		else
+			ret = -ENOENT;
+		if (ret) {
+			pr_err("region grant: remote: %d\n", ret);
+			return 0;
 		}
 		m.type = KVTEST_INFO;
-		kverbs_region_remote(mem->region, &m.remote);
 	}
 	ret = kvtest_send(ep, &m, 0);
 	if (ret == -EAGAIN)
@@ -213,6 +305,11 @@ static void kvtest_server_connected(struct kverbs_ep *ep)
 				.type = KVTEST_GREETING };
 	int ret;
 
+	if (slow) {
+		atomic_inc(&kvtest_in_connected);
+		msleep(200);
+		atomic_dec(&kvtest_in_connected);
+	}
 	if (!greet)
 		return;
 	ret = kvtest_send(ep, &m, KVERBS_NOWAIT);
@@ -223,7 +320,7 @@ static void kvtest_server_connected(struct kverbs_ep *ep)
 
 static void kvtest_server_disconnected(struct kverbs_ep *ep, int err)
 {
-	kvtest_mem_free(kverbs_ep_priv(ep));
+	kvtest_peer_free(kverbs_ep_priv(ep));
 	kverbs_ep_set_priv(ep, NULL);
 }
 
@@ -252,6 +349,7 @@ static int kvtest_server(void)
 	};
 	struct sockaddr_storage ss = {};
 	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	int ret;
 
 	if (addr && *addr) {
 		if (kvtest_parse(addr, &ss))
@@ -265,17 +363,32 @@ static int kvtest_server(void)
 		return -ENOMEM;
 	kvtest_dom = kverbs_domain_create(&attr);
 	if (IS_ERR(kvtest_dom)) {
-		destroy_workqueue(kvtest_wq);
-		return PTR_ERR(kvtest_dom);
+		ret = PTR_ERR(kvtest_dom);
+		goto out_wq;
 	}
+	/* Regions before the first connection: the domain maps them later. */
+	ret = kvtest_mem_alloc(&kvtest_small, KVTEST_PAGES, 0);
+	if (!ret && large)
+		ret = kvtest_mem_alloc(&kvtest_large,
+				       (unsigned long)large << (20 - PAGE_SHIFT),
+				       9);
+	if (ret)
+		goto out_mem;
 	kvtest_listener = kverbs_listen(kvtest_dom, (struct sockaddr *)&ss);
 	if (IS_ERR(kvtest_listener)) {
-		kverbs_domain_destroy(kvtest_dom);
-		destroy_workqueue(kvtest_wq);
-		return PTR_ERR(kvtest_listener);
+		ret = PTR_ERR(kvtest_listener);
+		goto out_mem;
 	}
 	pr_info("server listening on %pISpc\n", &ss);
 	return 0;
+
+out_mem:
+	kvtest_mem_free(&kvtest_large);
+	kvtest_mem_free(&kvtest_small);
+	kverbs_domain_destroy(kvtest_dom);
+out_wq:
+	destroy_workqueue(kvtest_wq);
+	return ret;
 }
 
 /* ------------------------------------------------------------- client */
@@ -339,7 +452,7 @@ static int kvtest_ask(struct kverbs_ep *ep, struct kvtest_client *c, u32 type,
 		      u32 want, u32 seq)
 {
 	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = type,
-				.seq = seq };
+				.seq = seq, .page = seq };
 	int ret;
 
 	reinit_completion(&c->reply);
@@ -376,10 +489,9 @@ static int kvtest_echo(struct kverbs_ep *ep, struct kvtest_client *c, u32 n)
  */
 static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 {
-	struct page *pages[KVTEST_PAGES] = {};
-	struct kverbs_region *local;
 	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
-	struct kverbs_rdma_op op = { .len = KVTEST_PAGES * PAGE_SIZE };
+	struct kverbs_rdma_op op = { .len = KVTEST_LEN };
+	struct kvtest_mem mem = {};
 	int i, ret;
 
 	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
@@ -387,19 +499,11 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 		return ret;
 	if (kverbs_remote_slice(&c->msg.remote, 0, op.len, &op.remote))
 		return -EPROTO;
-	for (i = 0; i < KVTEST_PAGES; i++) {
-		pages[i] = alloc_page(GFP_KERNEL | __GFP_ZERO);
-		if (!pages[i]) {
-			ret = -ENOMEM;
-			goto out_pages;
-		}
-	}
-	local = kverbs_region_register(ep, pages, KVTEST_PAGES, 0);
-	if (IS_ERR(local)) {
-		ret = PTR_ERR(local);
-		goto out_pages;
-	}
-	op.local = local;
+	/* One contiguous allocation: each write is one segment. */
+	ret = kvtest_mem_alloc(&mem, KVTEST_PAGES, ilog2(KVTEST_PAGES));
+	if (ret)
+		return ret;
+	op.local = mem.region;
 	for (i = 0; i < depth; i++) {
 		ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
 		if (ret) {
@@ -419,11 +523,125 @@ static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
 	pr_info("%u RDMA writes and %u sends posted without waiting\n",
 		depth, depth);
 out:
-	kverbs_region_unregister(local);
-out_pages:
-	for (i = 0; i < KVTEST_PAGES; i++)
-		if (pages[i])
-			__free_page(pages[i]);
+	kverbs_ep_close(ep);	/* the writes are done or flushed */
+	kvtest_mem_free(&mem);
+	return ret;
+}
+
+struct kvtest_wait {
+	struct completion done;
+	int status;
+};
+
+static void kvtest_rdma_done(void *ctx, int status)
+{
+	struct kvtest_wait *w = ctx;
+
+	w->status = status;
+	complete(&w->done);
+}
+
+/* One RDMA read of @len bytes from @remote into @mem at @off; its status. */
+static int kvtest_read(struct kverbs_ep *ep, struct kvtest_mem *mem, u64 off,
+		       const struct kverbs_remote *remote, u32 len)
+{
+	struct kvtest_wait w;
+	struct kverbs_rdma_op op = { .local = mem->region, .local_off = off,
+				     .remote = *remote, .len = len,
+				     .done = kvtest_rdma_done, .ctx = &w };
+	int ret;
+
+	init_completion(&w.done);
+	ret = kverbs_rdma_read(ep, &op, 0);
+	if (ret)
+		return ret;
+	/* Bounded: a completion, an access error or, on teardown, a flush. */
+	wait_for_completion(&w.done);
+	return w.status;
+}
+
+/*
+ * The key of a grant made for one connection must not work on another
+ * connection to the same server, not even one from the same domain: read
+ * it through @ep (must work), then through a second endpoint (must fail).
+ */
+static int kvtest_scope(struct kverbs_ep *ep, struct kvtest_client *c,
+			struct sockaddr_storage *dst)
+{
+	static struct kvtest_client c2;
+	struct kvtest_mem mem = {};
+	struct kverbs_remote remote;
+	struct kverbs_ep *ep2;
+	int ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	remote = c->msg.remote;
+	ret = kvtest_mem_alloc(&mem, 1, 0);
+	if (ret)
+		return ret;
+	ret = kvtest_read(ep, &mem, 0, &remote, PAGE_SIZE);
+	if (ret) {
+		pr_err("scope: read through the granted connection: %d\n", ret);
+		goto out;
+	}
+	ep2 = kvtest_connect(&c2, dst);
+	if (IS_ERR(ep2)) {
+		ret = PTR_ERR(ep2);
+		goto out;
+	}
+	ret = kvtest_read(ep2, &mem, 0, &remote, PAGE_SIZE);
+	kverbs_ep_close(ep2);
+	if (!ret) {
+		pr_err("scope: another connection read the region with its key\n");
+		ret = -EACCES;
+		goto out;
+	}
+	pr_info("scope: the key works on its connection only (other: %d)\n",
+		ret);
+	ret = 0;
+out:
+	kvtest_mem_free(&mem);
+	return ret;
+}
+
+/*
+ * The server's @large MiB region, granted in extents: read the first and
+ * last page of several extents, each holding its own index.
+ */
+static int kvtest_large_read(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	u32 npages = count << (20 - PAGE_SHIFT), ext = 0, i, n = 0;
+	struct kvtest_mem mem = {};
+	u32 want[] = { 0, 1, 511, 512, 513, npages / 2, npages - 1 };
+	u64 got;
+	int ret;
+
+	ret = kvtest_mem_alloc(&mem, 1, 0);
+	if (ret)
+		return ret;
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		if (want[i] >= npages)
+			continue;
+		ret = kvtest_ask(ep, c, KVTEST_LARGE, KVTEST_INFO, want[i]) ?:
+		      kvtest_read(ep, &mem, 0, &c->msg.remote, PAGE_SIZE);
+		if (ret)
+			break;
+		got = *(u64 *)page_address(mem.pages[0]);
+		if (got != want[i]) {
+			pr_err("large: page %u holds %llu\n", want[i], got);
+			ret = -EIO;
+			break;
+		}
+		if (c->msg.remote.rkey != ext)
+			n++;
+		ext = c->msg.remote.rkey;
+	}
+	if (!ret)
+		pr_info("large: %u MiB region, %zu pages read in %u keys: ok\n",
+			count, ARRAY_SIZE(want), n);
+	kvtest_mem_free(&mem);
 	return ret;
 }
 
@@ -433,7 +651,7 @@ static int kvtest_client(void)
 	struct kverbs_domain_attr attr = {
 		.ops = &kvtest_client_ops, .msg = &kvtest_client_msg,
 		.name = "kvtest-client", .node_id = node_id, .depth = depth,
-		.max_msg = 256, .max_eps = 1,
+		.max_msg = 256, .max_eps = 2,
 	};
 	struct sockaddr_storage dst;
 	struct kverbs_ep *ep;
@@ -478,6 +696,11 @@ static int kvtest_client(void)
 			pr_info("echo: %u round trips ok\n", count);
 	} else if (!strcmp(scenario, "sqfull")) {
 		ret = kvtest_sqfull(ep, &c);
+		ep = NULL;	/* closed there */
+	} else if (!strcmp(scenario, "scope")) {
+		ret = kvtest_scope(ep, &c, &dst);
+	} else if (!strcmp(scenario, "large")) {
+		ret = kvtest_large_read(ep, &c);
 	} else if (!strcmp(scenario, "greet")) {
 		ret = kvtest_wait(&c, KVTEST_GREETING, 0);
 		if (!ret && c.received != 1)
@@ -489,7 +712,8 @@ static int kvtest_client(void)
 	}
 	if (ret)
 		pr_err("%s: %d\n", scenario, ret);
-	kverbs_ep_close(ep);
+	if (ep)
+		kverbs_ep_close(ep);
 out:
 	kverbs_domain_destroy(kvtest_dom);
 	return ret;
@@ -509,7 +733,9 @@ static void __exit kvtest_exit(void)
 	if (server && *server)
 		return;
 	kverbs_listener_destroy(kvtest_listener);
-	kverbs_domain_destroy(kvtest_dom);
+	kverbs_domain_destroy(kvtest_dom);	/* every ->disconnected ran */
+	kvtest_mem_free(&kvtest_large);
+	kvtest_mem_free(&kvtest_small);
 	destroy_workqueue(kvtest_wq);	/* after the last kept message */
 }
 
@@ -517,4 +743,4 @@ module_init(kvtest_init);
 module_exit(kvtest_exit);
 MODULE_DESCRIPTION("kverbs integration test scenarios");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(KVERBS_NS);
+KVERBS_IMPORT_NS();

@@ -183,6 +183,45 @@ def suite_style(res, kernels):
                   f"namespace, none clashing with {len(kern)} kernel "
                   f"exports of {k.abi}", ours and kern and not bad,
                   "\n".join(bad))
+        ok, why = client_module_builds(k, build_dir() / "kbuild" / k.abi)
+        res.check("style", "the documented echo server builds out of tree "
+                  f"against include/ alone and imports KVERBS, {k.abi}",
+                  ok, why)
+
+
+def doc_example(rst):
+    """The C code block of Documentation/kverbs-api.rst's minimal echo
+    server: the last `.. code-block:: c` of the file, dedented."""
+    lines = rst.read_text().splitlines()
+    start = max(i for i, l in enumerate(lines) if l == ".. code-block:: c")
+    code = []
+    for l in lines[start + 1:]:
+        if l and not l.startswith("   "):
+            break
+        code.append(l[3:])
+    return "\n".join(code).strip() + "\n"
+
+
+def client_module_builds(k, kverbs_build):
+    """Build the documented echo server the way a client module author
+    would: its own directory, -I our include/ and nothing else (no probe
+    results), modpost against kverbs' Module.symvers.  A missing namespace
+    import fails modpost."""
+    d = build_dir() / "client-module" / k.abi
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    (d / "echo.c").write_text(doc_example(REPO / "Documentation" /
+                                          "kverbs-api.rst"))
+    (d / "Kbuild").write_text(f"obj-m := echo.o\n"
+                              f"ccflags-y := -I{REPO / 'include'}\n")
+    p = run(["make", "-C", str(k.headers), f"M={d}", "W=1",
+             f"KBUILD_EXTRA_SYMBOLS={kverbs_build / 'Module.symvers'}",
+             "modules"], timeout=300, check=False)
+    out = p.stdout or ""
+    if p.returncode or re.search(r"warning:|error:|ERROR", out):
+        return False, out[-3000:]
+    p = run(["modinfo", "-F", "import_ns", str(d / "echo.ko")], check=False)
+    return p.stdout.strip() == "KVERBS", f"import_ns: {p.stdout.strip()!r}"
 
 
 # --------------------------------------------------------------------- DKMS
@@ -427,15 +466,29 @@ def _burst(res, suite, n0, n1):
 
 def _tracepoints(res, suite, n0, n1):
     r = n1.run("mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
-               "T=/sys/kernel/tracing; echo 1 > $T/events/kvmsg/enable && "
-               f"{kping(n1, n0, count=20)} && echo 0 > "
-               "$T/events/kvmsg/enable && cat $T/trace | grep -c kvmsg_ && "
-               "grep -m1 kvmsg_send $T/trace && grep -m1 kvmsg_recv $T/trace",
+               "T=/sys/kernel/tracing; echo > $T/trace; "
+               "echo 1 > $T/events/kvmsg/enable && "
+               "echo 1 > $T/events/kverbs/enable && "
+               f"{kping(n1, n0, count=20)} && rmmod kping && echo 0 > "
+               "$T/events/kvmsg/enable && echo 0 > $T/events/kverbs/enable "
+               "&& cat $T/trace | grep -c kvmsg_ && "
+               "grep -m1 kvmsg_send $T/trace && grep -m1 kvmsg_recv $T/trace "
+               "&& grep -E 'kverbs_(cm_event|ep_state|ep_connect)' $T/trace",
                timeout=120)
     res.check(suite, "tracepoints kvmsg_send/kvmsg_recv fire",
               r.rc == 0 and "kvmsg_send:" in r.out and
               "kvmsg_recv:" in r.out, r.out[-1500:])
-    n1.run("rmmod kping", timeout=30)
+    # The connection's life by domain name and endpoint id: the CM's
+    # ESTABLISHED, then CONNECTED, then teardown to CLOSED at rmmod.
+    life = [re.search(p, r.out) for p in (
+        r"kverbs_cm_event: .*ESTABLISHED",
+        r"kverbs_ep_state: .*connecting -> connected",
+        r"kverbs_ep_state: .*connected -> closing",
+        r"kverbs_ep_state: .*closing -> closed")]
+    res.check(suite, "kverbs tracepoints follow an endpoint from the CM's "
+              "ESTABLISHED to CLOSED", r.rc == 0 and all(life),
+              r.out[-2500:])
+    n1.run("rmmod kping 2>/dev/null", timeout=30)
 
 
 def _bad_headers(res, suite, n0, n1):
@@ -555,7 +608,7 @@ def _kvtest_pair(res, suite, n0, n1, what, server_params, client_params,
                f"dmesg | tail -n +{mark1 + 1} | grep -E 'kvtest|kverbs'; "
                "rmmod kvtest 2>/dev/null", timeout=600)
     log0 = "\n".join(n0.run("dmesg", timeout=30).out.splitlines()[mark0:])
-    ok0 = re.search(r"kvtest: (greeting|region)|kv(erbs|msg): .*(dropping|credits "
+    ok0 = re.search(r"kvtest: (greeting|region|recv during)|kv(erbs|msg): .*(dropping|credits "
                     r"beyond|failed)", log0) is not None
     res.check(suite, what, "rc=0" in r.out and expect in r.out and not ok0,
               f"client: {r.out}\nserver log:\n{log0[-1500:]}")
@@ -580,6 +633,21 @@ def _regressions(res, suite, n0, n1):
                  "while its handler sleeps: 300 round trips, no double "
                  "repost", {"keep": 1}, {"scenario": "echo", "count": 300},
                  "echo: 300 round trips ok")
+    _kvtest_pair(res, suite, n0, n1, "no ->recv runs while the passive "
+                 "side's ->connected sleeps: 20 round trips sent at once",
+                 {"slow": 1}, {"scenario": "echo", "count": 20},
+                 "echo: 20 round trips ok")
+    _kvtest_pair(res, suite, n0, n1, "a grant's key works on its own "
+                 "connection only: a second connection's RDMA read with it "
+                 "is refused", {}, {"scenario": "scope"},
+                 "scope: the key works on its connection only")
+    # 65,536 pages: far beyond what rxe maps per MR (512, used as extents
+    # of 256 with a page to spare), so the grant is many MRs and the reads
+    # cross extents.
+    _kvtest_pair(res, suite, n0, n1, "256 MiB region granted in extents, "
+                 "pages across them read by RDMA", {"large": 256},
+                 {"scenario": "large", "count": 256},
+                 "large: 256 MiB region, 7 pages read in")
     _listener_on_address(res, suite, n0, n1)
     _unbind_vs_reconnect(res, suite, n0, n1)
 

@@ -11,9 +11,12 @@
  * protection forbids calls the client's fault callback in the faulting
  * task, which then waits (killable) until a grant allows the access.
  *
- * The pages can be registered for RDMA (kvmem_region_pages() with
- * kverbs_region_register()), so remote data lands in the page the process
- * sees.  See Documentation/kvmem.rst for contexts and edge cases.
+ * The pages can be made a kverbs region and granted to a peer
+ * (kvmem_region_pages(), kverbs_region_create(), kverbs_region_grant()),
+ * so remote data lands in the page the process sees.  kvmem's protection
+ * changes page tables only: a peer's access ends with kverbs_grant_revoke().
+ * The kverbs region must be destroyed before kvmem_region_destroy().  See
+ * Documentation/kvmem.rst for contexts and edge cases.
  */
 #ifndef _KVERBS_KVMEM_H
 #define _KVERBS_KVMEM_H

@@ -586,4 +586,4 @@ module_exit(kping_exit);
 
 MODULE_DESCRIPTION("kverbs sample: RC ping-pong");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(KVERBS_NS);
+KVERBS_IMPORT_NS();

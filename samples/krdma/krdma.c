@@ -5,18 +5,19 @@
  *   insmod krdma.ko                              # server
  *   insmod krdma.ko server=10.77.0.1 node_id=2   # client, runs the checks
  *
- * The server registers 16 pages holding a known pattern and describes them
- * to the client as a struct kverbs_remote: an rkey and a length, which the
- * client addresses by offset (no address of the server's travels).  The
- * client reads them with RDMA read, overwrites them with RDMA write (the
- * server checks), runs compare-and-swap and fetch-and-add on the first
- * word, asks the server to unregister, and finally checks that a read
- * through the old rkey is refused.  The insmod fails with the first error.
+ * The server makes 16 pages holding a known pattern a region of its
+ * domain, grants it to the client's connection and describes it as a
+ * struct kverbs_remote: an rkey and a length, which the client addresses
+ * by offset (no address of the server's travels).  The client reads them
+ * with RDMA read, overwrites them with RDMA write (the server checks),
+ * runs compare-and-swap and fetch-and-add on the first word, asks the
+ * server to revoke the grant, and finally checks that a read through the
+ * old rkey is refused.  The insmod fails with the first error.
  *
- * Each region grants the peer only the access it needs: the server's
- * region is read, written and updated atomically by the client, so it
- * grants exactly that; the client's region is only the local side of its
- * operations and grants the peer nothing.
+ * Each grant gives the peer only the access it needs: the client reads,
+ * writes and updates the server's region atomically, so the server grants
+ * exactly that; the client's region is only the local side of its
+ * operations and is granted to nobody.
  *
  * Both sides check every field of every message they receive and reject
  * a malformed one, which closes the connection.
@@ -30,6 +31,7 @@
 #include <linux/err.h>
 #include <linux/gfp.h>
 #include <linux/inet.h>
+#include <linux/log2.h>
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/string.h>
@@ -48,6 +50,7 @@ module_param(node_id, uint, 0444);
 MODULE_PARM_DESC(node_id, "this node's id, non-zero");
 
 #define KRDMA_PAGES	16
+#define KRDMA_ORDER	ilog2(KRDMA_PAGES)
 #define KRDMA_LEN	(KRDMA_PAGES * PAGE_SIZE)
 
 /* What the client does to the server's region, and nothing more. */
@@ -61,7 +64,7 @@ enum krdma_type {
 	KRDMA_INFO,		/* @status, and @remote if 0 */
 	KRDMA_CHECK,		/* does your region hold pattern @salt? */
 	KRDMA_RESULT,		/* @status: 0 or -EBADMSG */
-	KRDMA_UNREG,		/* unregister your region */
+	KRDMA_UNREG,		/* revoke my access to your region */
 	KRDMA_UNREG_DONE,	/* its rkey is dead */
 };
 
@@ -80,10 +83,15 @@ struct krdma_msg {
 
 static_assert(sizeof(struct krdma_msg) == 40);
 
-/* Pages and their region; one per server endpoint, one for the client. */
+/*
+ * Pages and their region, one per server endpoint and one for the client.
+ * The server grants its region to the peer of that endpoint alone; the
+ * client's region is only the local side of its operations (no grant).
+ */
 struct krdma_mem {
 	struct page *pages[KRDMA_PAGES];
 	struct kverbs_region *region;
+	struct kverbs_grant *grant;
 };
 
 static struct kverbs_domain *krdma_dom;
@@ -122,44 +130,53 @@ static int krdma_verify(struct krdma_mem *m, u32 salt)
 
 static void krdma_mem_free(struct krdma_mem *m)
 {
-	int i;
-
 	if (!m)
 		return;
 	if (m->region)
-		kverbs_region_unregister(m->region);
-	for (i = 0; i < KRDMA_PAGES; i++)
-		if (m->pages[i])
-			__free_page(m->pages[i]);
+		kverbs_region_destroy(m->region);	/* and its grant */
+	if (m->pages[0])
+		__free_pages(m->pages[0], KRDMA_ORDER);
 	kfree(m);
 }
 
-/* Pages filled with pattern @salt, registered granting the peer @access. */
+/* Pages filled with pattern @salt; granted to @ep's peer if @access. */
 static struct krdma_mem *krdma_mem_alloc(struct kverbs_ep *ep, u32 salt,
 					 u32 access)
 {
 	struct krdma_mem *m = kzalloc(sizeof(*m), GFP_KERNEL);
-	int i;
+	struct page *p;
+	int i, err;
 
 	if (!m)
 		return ERR_PTR(-ENOMEM);
-	for (i = 0; i < KRDMA_PAGES; i++) {
-		m->pages[i] = alloc_page(GFP_KERNEL);
-		if (!m->pages[i]) {
-			krdma_mem_free(m);
-			return ERR_PTR(-ENOMEM);
+	/* Contiguous: one operation moves all of it in one segment. */
+	p = alloc_pages(GFP_KERNEL, KRDMA_ORDER);
+	if (!p) {
+		kfree(m);
+		return ERR_PTR(-ENOMEM);
+	}
+	for (i = 0; i < KRDMA_PAGES; i++)
+		m->pages[i] = p + i;
+	krdma_fill(m, salt);
+	m->region = kverbs_region_create(kverbs_ep_domain(ep), m->pages,
+					 KRDMA_PAGES);
+	if (IS_ERR(m->region)) {
+		err = PTR_ERR(m->region);
+		m->region = NULL;
+		goto fail;
+	}
+	if (access) {
+		m->grant = kverbs_region_grant(m->region, ep, access);
+		if (IS_ERR(m->grant)) {
+			err = PTR_ERR(m->grant);
+			m->grant = NULL;
+			goto fail;
 		}
 	}
-	krdma_fill(m, salt);
-	m->region = kverbs_region_register(ep, m->pages, KRDMA_PAGES, access);
-	if (IS_ERR(m->region)) {
-		int err = PTR_ERR(m->region);
-
-		m->region = NULL;
-		krdma_mem_free(m);
-		return ERR_PTR(err);
-	}
 	return m;
+fail:
+	krdma_mem_free(m);
+	return ERR_PTR(err);
 }
 
 /* Process context: the reserve sleeps until a send buffer is free. */
@@ -242,10 +259,11 @@ static int krdma_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			}
 			kverbs_ep_set_priv(ep, m);
 		}
-		if (m->region)
-			kverbs_region_remote(m->region, &out.remote);
+		if (m->grant)
+			out.status = kverbs_grant_remote(m->grant, 0, KRDMA_LEN,
+							 &out.remote);
 		else
-			out.status = -ENOENT;	/* unregistered already */
+			out.status = -ENOENT;	/* revoked already */
 		break;
 	case KRDMA_CHECK:
 		out.type = KRDMA_RESULT;
@@ -253,9 +271,9 @@ static int krdma_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		break;
 	case KRDMA_UNREG:
 		out.type = KRDMA_UNREG_DONE;
-		if (m && m->region) {
-			kverbs_region_unregister(m->region);
-			m->region = NULL;
+		if (m && m->grant) {
+			kverbs_grant_revoke(m->grant);
+			m->grant = NULL;
 		}
 		break;
 	}
@@ -584,4 +602,4 @@ module_exit(krdma_exit);
 
 MODULE_DESCRIPTION("kverbs sample: RDMA read, write and atomics");
 MODULE_LICENSE("GPL");
-MODULE_IMPORT_NS(KVERBS_NS);
+KVERBS_IMPORT_NS();
