@@ -155,6 +155,10 @@ static int kvtest_mem_alloc(struct kvtest_mem *mem, unsigned long npages,
 	struct page *p;
 	int ret;
 
+	/* Whole runs only: @npages a multiple of 1 << @order. */
+	order = min_t(unsigned int, order, ilog2(npages));
+	if (npages & ((1UL << order) - 1))
+		return -EINVAL;
 	mem->npages = npages;
 	mem->order = order;
 	mem->pages = kvcalloc(npages, sizeof(*mem->pages), GFP_KERNEL);

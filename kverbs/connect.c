@@ -65,6 +65,8 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	ep->lkey = ep->pd->local_dma_lkey;
 	ep->max_sge = min_t(int, KVERBS_RDMA_MAX_SEGS,
 			    dom->kdev->ibdev->attrs.max_send_sge);
+	ep->max_sge_rd = min_t(int, ep->max_sge,
+			       dom->kdev->ibdev->attrs.max_sge_rd);
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
 
 	ret = kverbs_sq_alloc(ep);

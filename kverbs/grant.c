@@ -41,11 +41,18 @@
  * rxe before 6.4 (rxe_mr_copy()) reads the map after the last one when a
  * copy ends at the end of a map of 256 pages, and the spare page makes
  * that map exist (KASAN reports the read on 6.1 otherwise).
+ *
+ * Devices that map far more per MR (mlx5 says 2^32 - 1) would get one
+ * gigantic MR per grant, its descriptors allocated contiguously; like
+ * rdma_rw_fr_page_list_len(), extents stop at 256 pages.
  */
+#define KVERBS_GRANT_MAX_PAGES	256
+
 static unsigned int kverbs_grant_extent_pages(struct ib_device *dev,
 					      unsigned long npages)
 {
-	u32 max = dev->attrs.max_fast_reg_page_list_len;
+	u32 max = min_t(u32, dev->attrs.max_fast_reg_page_list_len,
+			KVERBS_GRANT_MAX_PAGES + 1);
 
 	max = max > 2 ? rounddown_pow_of_two(max - 1) : 1;
 	if (npages < max)
@@ -53,9 +60,10 @@ static unsigned int kverbs_grant_extent_pages(struct ib_device *dev,
 	return max;
 }
 
+/* The least the peer needs; LOCAL_WRITE only where IB requires it. */
 static int kverbs_ib_access(u32 access)
 {
-	int a = IB_ACCESS_LOCAL_WRITE;
+	int a = 0;
 
 	if (access & KVERBS_ACCESS_REMOTE_READ)
 		a |= IB_ACCESS_REMOTE_READ;
@@ -63,6 +71,8 @@ static int kverbs_ib_access(u32 access)
 		a |= IB_ACCESS_REMOTE_WRITE;
 	if (access & KVERBS_ACCESS_REMOTE_ATOMIC)
 		a |= IB_ACCESS_REMOTE_ATOMIC;
+	if (access & (KVERBS_ACCESS_REMOTE_WRITE | KVERBS_ACCESS_REMOTE_ATOMIC))
+		a |= IB_ACCESS_LOCAL_WRITE;
 	return a;
 }
 
@@ -172,6 +182,8 @@ static int kverbs_grant_map(struct kverbs_grant *g, struct scatterlist *sgl)
 	return 0;
 }
 
+static void kverbs_grant_free(struct kverbs_grant *g, bool invalidate);
+
 /**
  * kverbs_region_grant - let the peer of one endpoint reach a region
  * @r: region
@@ -183,6 +195,8 @@ static int kverbs_grant_map(struct kverbs_grant *g, struct scatterlist *sgl)
  * kverbs_region_destroy() or the endpoint's teardown.
  *
  * Context: process; sleeps.
+ * Not concurrently with kverbs_region_destroy() of @r.
+ *
  * Return: the grant, or ERR_PTR: -EINVAL (bad @access, another domain's
  * region), -ENOMEM, -ENOTCONN or the endpoint's error, -ENODEV (the
  * domain has no device), -EINTR, or a provider error.
@@ -212,7 +226,7 @@ struct kverbs_grant *kverbs_region_grant(struct kverbs_region *r,
 	per = kverbs_grant_extent_pages(dom->kdev->ibdev, r->npages);
 	nmr = DIV_ROUND_UP(r->npages, per);
 	ret = -ENOMEM;
-	g = kzalloc(struct_size(g, ent, nmr), GFP_KERNEL);
+	g = kvzalloc(struct_size(g, ent, nmr), GFP_KERNEL);
 	sgl = kvmalloc_array(min_t(unsigned long, per, r->npages),
 			     sizeof(*sgl), GFP_KERNEL);
 	if (!g || !sgl)
@@ -236,15 +250,20 @@ struct kverbs_grant *kverbs_region_grant(struct kverbs_region *r,
 
 	ret = kverbs_grant_post_all(g, true);
 	if (ret) {
-		kverbs_grant_revoke(g);
-		return ERR_PTR(ret);
+		/*
+		 * Every posted WR is done; the keys never left the node.  No
+		 * LOCAL_INV: one for an MR never registered fails, and its
+		 * error would tear down a healthy connection.
+		 */
+		kverbs_grant_free(g, false);
+		return ERR_PTR(ret == -ECONNRESET ? -ENOTCONN : ret);
 	}
 	return g;
 
 out_unlock:
 	mutex_unlock(&dom->lock);
 	kvfree(sgl);
-	kfree(g);
+	kvfree(g);
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_region_grant, KVERBS_NS);
@@ -259,15 +278,22 @@ EXPORT_SYMBOL_NS_GPL(kverbs_region_grant, KVERBS_NS);
  */
 void kverbs_grant_revoke(struct kverbs_grant *g)
 {
+	might_sleep();
+	kverbs_grant_free(g, true);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_grant_revoke, KVERBS_NS);
+
+static void kverbs_grant_free(struct kverbs_grant *g, bool invalidate)
+{
 	struct kverbs_domain *dom = g->r->dom;
 	struct kverbs_ep *ep = g->ep;
 
-	might_sleep();
 	/*
 	 * If this fails, the endpoint is going down: its teardown drains the
 	 * QP before it deregisters, and deregistration kills the keys too.
 	 */
-	if (!READ_ONCE(g->dead) && READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
+	if (invalidate && !READ_ONCE(g->dead) &&
+	    READ_ONCE(ep->state) == KVERBS_EP_CONNECTED)
 		kverbs_grant_post_all(g, false);
 	mutex_lock(&dom->lock);
 	if (!g->dead) {
@@ -277,9 +303,8 @@ void kverbs_grant_revoke(struct kverbs_grant *g)
 	list_del(&g->region_node);
 	mutex_unlock(&dom->lock);
 	kverbs_ep_put(ep);
-	kfree(g);
+	kvfree(g);
 }
-EXPORT_SYMBOL_NS_GPL(kverbs_grant_revoke, KVERBS_NS);
 
 /**
  * kverbs_ep_drop_grants - deregister every grant of an endpoint
@@ -336,8 +361,8 @@ EXPORT_SYMBOL_NS_GPL(kverbs_grant_remote, KVERBS_NS);
  * @g: grant
  *
  * A power of two, at least PAGE_SIZE; extents start at its multiples.
- * A region of up to half the pages the device maps per registration is
- * one extent (each MR keeps a page to spare; see above).
+ * Extents are at most 256 pages, fewer if the device maps fewer per MR
+ * (one page kept to spare; see above): 256 on rxe.
  *
  * Context: any.
  * Return: bytes.

@@ -358,6 +358,7 @@ struct kverbs_ep {
 	u32 lkey;			/* @pd's local DMA key */
 	u32 qpn;			/* of @qp once created; stays */
 	u8 max_sge;			/* of a send WR, <= KVERBS_RDMA_MAX_SEGS */
+	u8 max_sge_rd;			/* of an RDMA READ, <= @max_sge */
 	struct list_head grants;
 
 	u32 peer_node;
@@ -481,7 +482,7 @@ void kverbs_domain_unmap_regions(struct kverbs_domain *dom,
 				 struct ib_device *dev);
 int kverbs_region_local(const struct kverbs_region *r,
 			const struct kverbs_ep *ep, u64 off, u32 len,
-			struct ib_sge *sge);
+			struct ib_sge *sge, int max);
 
 /*
  * grant.c: a region registered on one endpoint's PD, one MR per extent of

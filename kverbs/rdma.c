@@ -33,13 +33,14 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 /* The local SGEs and the remote bounds of @rop, checked; or -errno. */
 static int kverbs_rdma_check(struct kverbs_ep *ep,
 			     const struct kverbs_rdma_op *rop, u32 len,
-			     struct ib_sge *sge)
+			     struct ib_sge *sge, int max)
 {
 	const struct kverbs_remote *rem = &rop->remote;
 
 	if (!rop->local || !len || rem->reserved || len > rem->len)
 		return -EINVAL;
-	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge);
+	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge,
+				   max);
 }
 
 static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
@@ -52,7 +53,9 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	/* An iWARP READ sink must be an MR with REMOTE_WRITE: not ours. */
 	if (opcode == IB_WR_RDMA_READ && READ_ONCE(ep->iwarp))
 		return -EOPNOTSUPP;
-	n = kverbs_rdma_check(ep, rop, rop->len, sge);
+	n = kverbs_rdma_check(ep, rop, rop->len, sge,
+			      opcode == IB_WR_RDMA_READ ? ep->max_sge_rd :
+			      ep->max_sge);
 	if (n < 0)
 		return n;
 	wr.wr.opcode = opcode;
@@ -121,7 +124,7 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 		return -EOPNOTSUPP;
 	if ((rop->remote.offset | rop->local_off) & 7)
 		return -EINVAL;
-	n = kverbs_rdma_check(ep, rop, 8, sge);
+	n = kverbs_rdma_check(ep, rop, 8, sge, 1);
 	if (n < 0)
 		return n;
 	wr.wr.opcode = opcode;

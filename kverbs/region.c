@@ -114,7 +114,8 @@ void kverbs_domain_unmap_regions(struct kverbs_domain *dom,
  * kverbs_region_grant().
  *
  * Context: process; sleeps.
- * Return: the region, or ERR_PTR: -EINVAL, -ENOMEM.
+ * Return: the region, or ERR_PTR: -EINVAL, -ENOMEM, -ESHUTDOWN (the
+ * domain is being destroyed).
  */
 struct kverbs_region *kverbs_region_create(struct kverbs_domain *dom,
 					   struct page **pages,
@@ -124,7 +125,7 @@ struct kverbs_region *kverbs_region_create(struct kverbs_domain *dom,
 	int ret = -ENOMEM;
 
 	might_sleep();
-	if (!pages || !npages || npages > U32_MAX)
+	if (!pages || !npages || npages > INT_MAX / sizeof(dma_addr_t))
 		return ERR_PTR(-EINVAL);
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
@@ -140,16 +141,16 @@ struct kverbs_region *kverbs_region_create(struct kverbs_domain *dom,
 	INIT_LIST_HEAD(&r->grants);
 
 	mutex_lock(&dom->lock);
-	if (dom->kdev) {
+	ret = dom->dying ? -ESHUTDOWN : 0;
+	if (!ret && dom->kdev)
 		ret = kverbs_region_map(r, dom->kdev->ibdev);
-		if (ret) {
-			mutex_unlock(&dom->lock);
-			goto out_free;
-		}
+	if (ret) {
+		mutex_unlock(&dom->lock);
+		goto out_free;
 	}
+	kverbs_domain_get(dom);
 	list_add_tail(&r->dom_node, &dom->regions);
 	mutex_unlock(&dom->lock);
-	kverbs_domain_get(dom);
 	return r;
 
 out_free:
@@ -166,7 +167,10 @@ EXPORT_SYMBOL_NS_GPL(kverbs_region_create, KVERBS_NS);
  *
  * Grants of @r still live are revoked and freed here: their pointers are
  * invalid afterwards.  No one-sided operation using @r as its local side
- * may still be outstanding (wait for its @done).
+ * may still be outstanding: wait for its @done, or close the endpoint (an
+ * operation posted without @done is only known complete after a later
+ * signaled one, or the endpoint's teardown).  Not concurrently with
+ * kverbs_region_grant() on @r.
  *
  * Context: process; sleeps.
  */
@@ -216,18 +220,20 @@ EXPORT_SYMBOL_NS_GPL(kverbs_region_len, KVERBS_NS);
  * @ep: endpoint the operation goes out on
  * @off: offset in @r
  * @len: bytes, at least 1
- * @sge: room for @ep->max_sge entries
+ * @sge: room for @max entries
+ * @max: SGEs the work request may carry (@ep->max_sge, or max_sge_rd for
+ *	an RDMA READ)
  *
  * Physically contiguous pages share one SGE.
  *
  * Context: any.
  * Return: the number of SGEs, -EINVAL (another domain's region, out of
- * bounds, more runs than @ep->max_sge), or -ENODEV (not mapped: the
+ * bounds, more runs than @max), or -ENODEV (not mapped: the
  * domain has no device).
  */
 int kverbs_region_local(const struct kverbs_region *r,
 			const struct kverbs_ep *ep, u64 off, u32 len,
-			struct ib_sge *sge)
+			struct ib_sge *sge, int max)
 {
 	unsigned long pg = off >> PAGE_SHIFT;
 	u32 pgoff = offset_in_page(off);
@@ -244,7 +250,7 @@ int kverbs_region_local(const struct kverbs_region *r,
 		if (n && sge[n - 1].addr + sge[n - 1].length == addr) {
 			sge[n - 1].length += chunk;
 		} else {
-			if (n == ep->max_sge)
+			if (n == max)
 				return -EINVAL;
 			sge[n].addr = addr;
 			sge[n].length = chunk;
