@@ -75,11 +75,11 @@ bool kverbs_ep_change_state(struct kverbs_ep *ep, enum kverbs_ep_state to)
 
 	lockdep_assert_held(&ep->lock);
 	if (!(kverbs_ep_transitions[from] & BIT(to))) {
-		trace_kverbs_ep_state_refused(ep, kverbs_ep_qpn(ep), from, to);
+		trace_kverbs_ep_state_refused(ep, from, to);
 		return false;
 	}
 	WRITE_ONCE(ep->state, to);
-	trace_kverbs_ep_state(ep, kverbs_ep_qpn(ep), from, to);
+	trace_kverbs_ep_state(ep, from, to);
 	return true;
 }
 

@@ -378,6 +378,21 @@ static inline u32 kverbs_ep_qpn(const struct kverbs_ep *ep)
 }
 
 /*
+ * The key of every endpoint trace event, kverbs' and kvmsg's alike:
+ * domain name, endpoint id, cached QP number, in entry fields named dom,
+ * ep and qpn.  The name is padded: a ring-buffer entry is not zeroed.
+ */
+#define KVERBS_TRACE_EP_ASSIGN(e)					\
+	do {								\
+		const struct kverbs_ep *__e = (e);			\
+									\
+		strscpy_pad(__entry->dom, __e->dom->name,		\
+			    KVERBS_NAME_LEN);				\
+		__entry->ep = __e->id;					\
+		__entry->qpn = kverbs_ep_qpn(__e);			\
+	} while (0)
+
+/*
  * What the layer above may read of a bound endpoint: the device its
  * buffers are mapped for and the key of local DMA addresses.  Valid from
  * the @setup hook until the @release hook.

@@ -5,9 +5,10 @@
  * and the endpoint's id in its domain, listener events by the domain's
  * name and the listener's address, never by a pointer.
  *
- * The QP number is the one cached when the QP was created (0 before), so
- * no event follows ep->qp while teardown may be destroying it.  The ep id
- * is the key across all events.
+ * Endpoint events share their key with kvmsg's (KVERBS_TRACE_EP_ASSIGN in
+ * kverbs-pri.h).  The QP number is the one cached when the QP was created
+ * (0 before), so no event follows ep->qp while teardown may be destroying
+ * it.  The ep id is the key across all events.
  *
  * Teardown has no begin/end events of its own: it starts with the
  * transition to CLOSING (from CONNECTING or CONNECTED) and ends with
@@ -81,11 +82,10 @@ TRACE_EVENT(kverbs_cm_event,
 	    TP_ARGS(ep, ev),
 	    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
 			     __field(u32, ep)
+			     __field(u32, qpn)
 			     __field(u32, event)
 			     __field(int, status)),
-	    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-				   KVERBS_NAME_LEN);
-			   __entry->ep = ep->id;
+	    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
 			   __entry->event = ev->event;
 			   __entry->status = ev->status;),
 	    TP_printk("%s ep%u %s status=%d", __entry->dom, __entry->ep,
@@ -96,20 +96,17 @@ TRACE_EVENT(kverbs_cm_event,
  * State transitions of kverbs_ep_change_state(), under ep->lock.
  */
 DECLARE_EVENT_CLASS(kverbs_ep_state_class,
-		    TP_PROTO(const struct kverbs_ep *ep, u32 qpn,
+		    TP_PROTO(const struct kverbs_ep *ep,
 			     enum kverbs_ep_state from,
 			     enum kverbs_ep_state to),
-		    TP_ARGS(ep, qpn, from, to),
+		    TP_ARGS(ep, from, to),
 		    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
 				     __field(u32, ep)
 				     __field(u32, qpn)
 				     __field(u32, from)
 				     __field(u32, to)
 				     __field(int, error)),
-		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					   KVERBS_NAME_LEN);
-				   __entry->ep = ep->id;
-				   __entry->qpn = qpn;
+		    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
 				   __entry->from = from;
 				   __entry->to = to;
 				   __entry->error = READ_ONCE(ep->error);),
@@ -122,15 +119,15 @@ DECLARE_EVENT_CLASS(kverbs_ep_state_class,
 
 /* The state changed. */
 DEFINE_EVENT(kverbs_ep_state_class, kverbs_ep_state,
-	     TP_PROTO(const struct kverbs_ep *ep, u32 qpn,
+	     TP_PROTO(const struct kverbs_ep *ep,
 		      enum kverbs_ep_state from, enum kverbs_ep_state to),
-	     TP_ARGS(ep, qpn, from, to));
+	     TP_ARGS(ep, from, to));
 
 /* The table refused the transition; the state stays @from. */
 DEFINE_EVENT(kverbs_ep_state_class, kverbs_ep_state_refused,
-	     TP_PROTO(const struct kverbs_ep *ep, u32 qpn,
+	     TP_PROTO(const struct kverbs_ep *ep,
 		      enum kverbs_ep_state from, enum kverbs_ep_state to),
-	     TP_ARGS(ep, qpn, from, to));
+	     TP_ARGS(ep, from, to));
 
 /* Connection set-up of an endpoint, with its peer. */
 DECLARE_EVENT_CLASS(kverbs_conn_class,
@@ -138,12 +135,11 @@ DECLARE_EVENT_CLASS(kverbs_conn_class,
 		    TP_ARGS(ep, err),
 		    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
 				     __field(u32, ep)
+				     __field(u32, qpn)
 				     __field(u32, peer_node)
 				     __field(int, err)
 				     __array(u8, peer, KVERBS_TRACE_ADDR_LEN)),
-		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					   KVERBS_NAME_LEN);
-				   __entry->ep = ep->id;
+		    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
 				   __entry->peer_node = ep->peer_node;
 				   __entry->err = err;
 				   memcpy(__entry->peer, &ep->peer_addr,
@@ -182,14 +178,14 @@ DECLARE_EVENT_CLASS(kverbs_reject_class,
 				     __field(int, status)
 				     __array(u8, peer, KVERBS_TRACE_ADDR_LEN)
 				     __array(char, reason, 40)),
-		    TP_fast_assign(strscpy(__entry->dom, dom->name,
-					   KVERBS_NAME_LEN);
+		    TP_fast_assign(strscpy_pad(__entry->dom, dom->name,
+					       KVERBS_NAME_LEN);
 				   __entry->ep = ep;
 				   __entry->status = status;
 				   memcpy(__entry->peer, peer,
 					  KVERBS_TRACE_ADDR_LEN);
-				   strscpy(__entry->reason, reason,
-					   sizeof(__entry->reason));),
+				   strscpy_pad(__entry->reason, reason,
+					       sizeof(__entry->reason));),
 		    TP_printk("%s ep%u peer %pISpc: %s status=%d",
 			      __entry->dom, __entry->ep, __entry->peer,
 			      __entry->reason, __entry->status)
@@ -216,8 +212,8 @@ DECLARE_EVENT_CLASS(kverbs_listener_class,
 		    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
 				     __field(int, err)
 				     __array(u8, addr, KVERBS_TRACE_ADDR_LEN)),
-		    TP_fast_assign(strscpy(__entry->dom, l->dom->name,
-					   KVERBS_NAME_LEN);
+		    TP_fast_assign(strscpy_pad(__entry->dom, l->dom->name,
+					       KVERBS_NAME_LEN);
 				   __entry->err = err;
 				   memcpy(__entry->addr, &l->addr,
 					  KVERBS_TRACE_ADDR_LEN);),

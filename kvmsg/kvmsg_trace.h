@@ -28,10 +28,7 @@ DECLARE_EVENT_CLASS(kvmsg_msg_class,
 				     __field(u16, credits)
 				     __field(u8, type)
 				     __field(bool, signaled)),
-		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					   KVERBS_NAME_LEN);
-				   __entry->ep = ep->id;
-				   __entry->qpn = kverbs_ep_qpn(ep);
+		    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
 				   __entry->seq = seq;
 				   __entry->len = len;
 				   __entry->credits = credits;
@@ -62,10 +59,7 @@ DECLARE_EVENT_CLASS(kvmsg_ep_class,
 				     __field(u32, qpn)
 				     __field(u32, a)
 				     __field(u32, b)),
-		    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-					   KVERBS_NAME_LEN);
-				   __entry->ep = ep->id;
-				   __entry->qpn = kverbs_ep_qpn(ep);
+		    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
 				   __entry->a = a;
 				   __entry->b = b;),
 		    TP_printk("%s ep%u qpn=%u seq=%u %s", __entry->dom,
@@ -93,11 +87,9 @@ TRACE_EVENT(kvmsg_error,
 			     __field(u32, ep)
 			     __field(u32, qpn)
 			     __array(char, why, 40)),
-	    TP_fast_assign(strscpy(__entry->dom, ep->dom->name,
-				   KVERBS_NAME_LEN);
-			   __entry->ep = ep->id;
-			   __entry->qpn = kverbs_ep_qpn(ep);
-			   strscpy(__entry->why, why, sizeof(__entry->why));),
+	    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
+			   strscpy_pad(__entry->why, why,
+				       sizeof(__entry->why));),
 	    TP_printk("%s ep%u qpn=%u %s", __entry->dom, __entry->ep,
 		      __entry->qpn, __entry->why)
 );
