@@ -40,6 +40,8 @@ static void kverbs_cm_padding_accepted(struct kunit *test)
 			    KVERBS_CM_MIN_MSG);
 	KUNIT_EXPECT_EQ(test, parse(buf, sizeof(buf), &o), KVERBS_CM_OK);
 	KUNIT_EXPECT_EQ(test, o.node, 1U);
+	KUNIT_EXPECT_EQ(test, o.depth, KVERBS_CM_MIN_DEPTH);
+	KUNIT_EXPECT_EQ(test, o.msg, KVERBS_CM_MIN_MSG);
 }
 
 static void kverbs_cm_short(struct kunit *test)
@@ -147,8 +149,14 @@ static void kverbs_cm_bounds_accepted(struct kunit *test)
 
 	kverbs_cm_priv_fill(&p, U32_MAX, KVERBS_CM_MAX_DEPTH, KVERBS_CM_MAX_MSG);
 	KUNIT_EXPECT_EQ(test, parse(&p, sizeof(p), &o), KVERBS_CM_OK);
+	KUNIT_EXPECT_EQ(test, o.node, U32_MAX);
+	KUNIT_EXPECT_EQ(test, o.depth, KVERBS_CM_MAX_DEPTH);
+	KUNIT_EXPECT_EQ(test, o.msg, KVERBS_CM_MAX_MSG);
 	kverbs_cm_priv_fill(&p, 1, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MIN_MSG);
 	KUNIT_EXPECT_EQ(test, parse(&p, sizeof(p), &o), KVERBS_CM_OK);
+	KUNIT_EXPECT_EQ(test, o.node, 1U);
+	KUNIT_EXPECT_EQ(test, o.depth, KVERBS_CM_MIN_DEPTH);
+	KUNIT_EXPECT_EQ(test, o.msg, KVERBS_CM_MIN_MSG);
 }
 
 static void kverbs_cm_reject_data(struct kunit *test)
@@ -174,53 +182,191 @@ static void kverbs_cm_reject_data(struct kunit *test)
 			   "unknown reason");
 }
 
+/* Deterministic xorshift32, so a failure replays. */
+static u32 cm_rand(u32 *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/* One announcement in host order, and the length it arrives with. */
+struct kverbs_cm_fields {
+	u32 magic;
+	u16 version;
+	u16 flags;
+	u32 node;
+	u16 depth;
+	u16 reserved;
+	u32 msg;
+	unsigned int len;
+};
+
 /*
- * Random private data: never accepted unless every field is in bounds, and
- * an accepted one reproduces exactly.  Deterministic xorshift so a failure
- * replays.
+ * The reference: the first rule of include/uapi/kverbs/cm.h that @f
+ * breaks, checked in the order of enum kverbs_cm_reason.
+ */
+static enum kverbs_cm_reason cm_ref_verdict(const struct kverbs_cm_fields *f)
+{
+	if (f->len < sizeof(struct kverbs_cm_priv))
+		return KVERBS_CM_ESHORT;
+	if (f->magic != KVERBS_CM_MAGIC)
+		return KVERBS_CM_EMAGIC;
+	if (f->version != KVERBS_CM_VERSION)
+		return KVERBS_CM_EVERSION;
+	if (f->flags || f->reserved)
+		return KVERBS_CM_EFLAGS;
+	if (!f->node)
+		return KVERBS_CM_ENODE;
+	if (f->depth < KVERBS_CM_MIN_DEPTH || f->depth > KVERBS_CM_MAX_DEPTH)
+		return KVERBS_CM_EDEPTH;
+	if (f->msg < KVERBS_CM_MIN_MSG || f->msg > KVERBS_CM_MAX_MSG)
+		return KVERBS_CM_EMSG;
+	return KVERBS_CM_OK;
+}
+
+/* Half the time a value at or next to a bound (or byte swapped), else any. */
+static u32 cm_pick(u32 *x, const u32 *near, unsigned int n)
+{
+	u32 r = cm_rand(x);
+
+	return r & 1 ? near[(r >> 1) % n] : cm_rand(x);
+}
+
+static void cm_mutate(u32 *x, struct kverbs_cm_fields *f)
+{
+	static const u32 magic[] = { KVERBS_CM_MAGIC, KVERBS_CM_MAGIC ^ 1,
+				     KVERBS_CM_MAGIC ^ 0x80000000,
+				     ___constant_swab32(KVERBS_CM_MAGIC), 0 };
+	static const u32 version[] = { KVERBS_CM_VERSION, KVERBS_CM_VERSION - 1,
+				       KVERBS_CM_VERSION + 1,
+				       ___constant_swab16(KVERBS_CM_VERSION),
+				       0 };
+	static const u32 bits16[] = { 0, 1, 0x8000, 0xffff };
+	static const u32 node[] = { 1, U32_MAX, 0x01000000 };
+	static const u32 depth[] = { 0, KVERBS_CM_MIN_DEPTH - 1,
+				     KVERBS_CM_MIN_DEPTH,
+				     KVERBS_CM_MIN_DEPTH + 1,
+				     KVERBS_CM_MAX_DEPTH - 1,
+				     KVERBS_CM_MAX_DEPTH,
+				     KVERBS_CM_MAX_DEPTH + 1, 0xffff,
+				     ___constant_swab16(KVERBS_CM_MAX_DEPTH) };
+	static const u32 msg[] = { 0, KVERBS_CM_MIN_MSG - 1, KVERBS_CM_MIN_MSG,
+				   KVERBS_CM_MIN_MSG + 1, KVERBS_CM_MAX_MSG - 1,
+				   KVERBS_CM_MAX_MSG, KVERBS_CM_MAX_MSG + 1,
+				   U32_MAX,
+				   ___constant_swab32(KVERBS_CM_MIN_MSG) };
+	static const u32 len[] = { 0, sizeof(struct kverbs_cm_priv) - 1,
+				   sizeof(struct kverbs_cm_priv),
+				   KVERBS_CM_PRIV_MAX };
+
+	switch (cm_rand(x) % 8) {
+	case 0:
+		f->magic = cm_pick(x, magic, ARRAY_SIZE(magic));
+		break;
+	case 1:
+		f->version = cm_pick(x, version, ARRAY_SIZE(version));
+		break;
+	case 2:
+		f->flags = cm_pick(x, bits16, ARRAY_SIZE(bits16));
+		break;
+	case 3:
+		f->reserved = cm_pick(x, bits16, ARRAY_SIZE(bits16));
+		break;
+	case 4:	/* 0 is the one node id refused */
+		f->node = cm_rand(x) & 1 ? 0 : cm_pick(x, node, ARRAY_SIZE(node));
+		break;
+	case 5:
+		f->depth = cm_pick(x, depth, ARRAY_SIZE(depth));
+		break;
+	case 6:
+		f->msg = cm_pick(x, msg, ARRAY_SIZE(msg));
+		break;
+	default:
+		f->len = cm_pick(x, len, ARRAY_SIZE(len)) %
+			 (KVERBS_CM_PRIV_MAX + 1);
+		break;
+	}
+}
+
+/*
+ * Random announcements: a valid one with random fields and random padding,
+ * half of them with one or two fields changed, often to a value at or next
+ * to a bound so that a change may keep it valid.  The verdict must be the
+ * reference's, an accepted announcement must come back exactly, and a
+ * refused one must leave the outputs alone.  Both verdicts, and every
+ * reason, must come up often.
  */
 static void kverbs_cm_random(struct kunit *test)
 {
-	u32 x = 0x9e3779b9, n, accepted = 0;
+	const struct kverbs_cm_out unset = { .node = 0xa5a5a5a5,
+					     .depth = 0xa5a5,
+					     .msg = 0xa5a5a5a5 };
+	u32 x = 0x9e3779b9, n, i, accepted = 0, refused = 0;
+	static const unsigned int changes[] = { 0, 0, 1, 2 };
+	u32 by_reason[KVERBS_CM_REASON_MAX] = {};
 	u8 buf[KVERBS_CM_PRIV_MAX];
 
 	for (n = 0; n < 20000; n++) {
-		struct kverbs_cm_out o = {};
-		struct kverbs_cm_priv *p = (void *)buf;
-		unsigned int i, len;
-		enum kverbs_cm_reason r;
+		struct kverbs_cm_out o = unset;
+		struct kverbs_cm_fields f;
+		struct kverbs_cm_priv p;
+		enum kverbs_cm_reason want, got;
+		unsigned int k;
 
-		for (i = 0; i < sizeof(buf); i++) {
-			x ^= x << 13;
-			x ^= x >> 17;
-			x ^= x << 5;
-			buf[i] = x;
+		f.magic = KVERBS_CM_MAGIC;
+		f.version = KVERBS_CM_VERSION;
+		f.flags = 0;
+		f.reserved = 0;
+		f.node = cm_rand(&x);	/* xorshift never yields 0 */
+		f.depth = KVERBS_CM_MIN_DEPTH + cm_rand(&x) %
+			  (KVERBS_CM_MAX_DEPTH - KVERBS_CM_MIN_DEPTH + 1);
+		f.msg = KVERBS_CM_MIN_MSG + cm_rand(&x) %
+			(KVERBS_CM_MAX_MSG - KVERBS_CM_MIN_MSG + 1);
+		f.len = sizeof(p) + cm_rand(&x) %
+			(KVERBS_CM_PRIV_MAX - sizeof(p) + 1);
+		k = changes[cm_rand(&x) % ARRAY_SIZE(changes)];
+		for (i = 0; i < k; i++)
+			cm_mutate(&x, &f);
+
+		/* Encode by hand, then random bytes past the header. */
+		p.magic = cpu_to_be32(f.magic);
+		p.version = cpu_to_be16(f.version);
+		p.flags = cpu_to_be16(f.flags);
+		p.node_id = cpu_to_be32(f.node);
+		p.depth = cpu_to_be16(f.depth);
+		p.reserved = cpu_to_be16(f.reserved);
+		p.max_msg = cpu_to_be32(f.msg);
+		memcpy(buf, &p, sizeof(p));
+		for (i = sizeof(p); i < sizeof(buf); i++)
+			buf[i] = cm_rand(&x);
+
+		want = cm_ref_verdict(&f);
+		got = parse(buf, f.len, &o);
+		KUNIT_ASSERT_EQ_MSG(test, got, want,
+				    "#%u: magic %#x version %u flags %#x reserved %#x node %u depth %u max_msg %u len %u",
+				    n, f.magic, f.version, f.flags, f.reserved,
+				    f.node, f.depth, f.msg, f.len);
+		by_reason[want]++;
+		if (want == KVERBS_CM_OK) {
+			accepted++;
+			KUNIT_ASSERT_EQ_MSG(test, o.node, f.node, "#%u", n);
+			KUNIT_ASSERT_EQ_MSG(test, o.depth, f.depth, "#%u", n);
+			KUNIT_ASSERT_EQ_MSG(test, o.msg, f.msg, "#%u", n);
+		} else {
+			refused++;
+			KUNIT_ASSERT_EQ_MSG(test, o.node, unset.node, "#%u", n);
+			KUNIT_ASSERT_EQ_MSG(test, o.depth, unset.depth, "#%u", n);
+			KUNIT_ASSERT_EQ_MSG(test, o.msg, unset.msg, "#%u", n);
 		}
-		/* Half the time keep magic and version so deeper checks run. */
-		if (n & 1) {
-			p->magic = cpu_to_be32(KVERBS_CM_MAGIC);
-			p->version = cpu_to_be16(KVERBS_CM_VERSION);
-			if (n & 2) {
-				p->flags = 0;
-				p->reserved = 0;
-			}
-		}
-		len = x % (sizeof(buf) + 1);
-		r = parse(buf, len, &o);
-		KUNIT_ASSERT_LT(test, (unsigned int)r, KVERBS_CM_REASON_MAX);
-		if (r != KVERBS_CM_OK)
-			continue;
-		accepted++;
-		KUNIT_ASSERT_GE(test, len, sizeof(*p));
-		KUNIT_ASSERT_EQ(test, o.node, be32_to_cpu(p->node_id));
-		KUNIT_ASSERT_NE(test, o.node, 0U);
-		KUNIT_ASSERT_GE(test, o.depth, KVERBS_CM_MIN_DEPTH);
-		KUNIT_ASSERT_LE(test, o.depth, KVERBS_CM_MAX_DEPTH);
-		KUNIT_ASSERT_GE(test, o.msg, KVERBS_CM_MIN_MSG);
-		KUNIT_ASSERT_LE(test, o.msg, KVERBS_CM_MAX_MSG);
 	}
-	kunit_info(test, "%u of 20000 random announcements accepted\n",
-		   accepted);
+	kunit_info(test, "%u of 20000 random announcements accepted, %u refused\n",
+		   accepted, refused);
+	KUNIT_EXPECT_GE(test, accepted, 5000U);
+	KUNIT_EXPECT_GE(test, refused, 5000U);
+	for (i = KVERBS_CM_ESHORT; i <= KVERBS_CM_EMSG; i++)
+		KUNIT_EXPECT_GE_MSG(test, by_reason[i], 200U, "reason %u", i);
 }
 
 static struct kunit_case kverbs_cm_cases[] = {

@@ -7,6 +7,8 @@
  * deferral order and header validation.
  */
 #include <kunit/test.h>
+#include <linux/bitmap.h>
+#include <linux/log2.h>
 #include <linux/prandom.h>
 #include <linux/random.h>
 
@@ -311,22 +313,98 @@ static void kvmsg_credit_no_deadlock(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, delivered, 20000U);
 }
 
+/*
+ * Positions are free-running u32 counters that wrap at 2^32, and entry p
+ * lives in ring slot p % size.  Across the wrap positions keep counting
+ * one by one, so the slots keep cycling through the ring; used() and
+ * reclaim() keep working; and a full window of entries straddling the
+ * wrap holds every slot exactly once.
+ */
 static void kverbs_ledger_wrap(struct kunit *test)
 {
+	static const bool want_sig[8] = { false, false, false, true,
+					  false, false, false, true };
+	const u32 start = U32_MAX - 5;	/* start % 8 == 2 */
 	struct kverbs_ledger l;
-	u32 pos, i;
+	u32 pos[8], i, slots = 0;
+	bool sig;
 
 	kverbs_ledger_init(&l, 8, 4);
-	l.head = U32_MAX - 5;	/* positions wrap around 2^32 */
-	l.tail = l.head;
+	l.head = start;
+	l.tail = start;
 	for (i = 0; i < 100; i++) {
-		kverbs_ledger_post(&l, false, &pos);
-		KUNIT_EXPECT_EQ(test, pos, l.head - 1);
-		KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos), 1U);
+		kverbs_ledger_post(&l, false, &pos[0]);
+		KUNIT_EXPECT_EQ_MSG(test, pos[0], start + i, "post %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, pos[0] % l.size, (2 + i) % 8,
+				    "post %u", i);
+		KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 1U);
+		KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[0]), 1U);
 		KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 0U);
 	}
-	/* Slot indices stay in range across the wrap. */
-	KUNIT_EXPECT_LT(test, pos % l.size, l.size);
+	KUNIT_EXPECT_EQ(test, l.head, 94U);	/* start + 100 - 2^32 */
+	KUNIT_EXPECT_EQ(test, l.tail, 94U);
+
+	/* Eight in flight over the wrap: U32_MAX - 3 .. 4. */
+	kverbs_ledger_init(&l, 8, 4);
+	l.head = U32_MAX - 3;
+	l.tail = l.head;
+	for (i = 0; i < 8; i++) {
+		sig = kverbs_ledger_post(&l, false, &pos[i]);
+		KUNIT_EXPECT_EQ_MSG(test, pos[i], U32_MAX - 3 + i, "post %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, sig, want_sig[i], "post %u", i);
+		slots |= BIT(pos[i] % l.size);
+	}
+	KUNIT_EXPECT_EQ(test, pos[4], 0U);
+	KUNIT_EXPECT_EQ(test, slots, 0xffU);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 8U);
+	/* Position 0 completes: it and the four before the wrap go. */
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[4]), 5U);
+	KUNIT_EXPECT_EQ(test, l.tail, 1U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 3U);
+	/* U32_MAX is behind the tail now, however large it looks. */
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[3]), 0U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[7] + 1), 0U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[7]), 3U);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 0U);
+	KUNIT_EXPECT_EQ(test, l.tail, 4U);
+}
+
+/*
+ * Ring slots across the u32 wrap, for ledger sizes that are not powers of
+ * two (the send queue's is 2 * depth + 1, always odd): any @size
+ * consecutive positions, wherever they straddle U32_MAX, need distinct
+ * slots, or a reclaim runs the callbacks of the wrong WR.  p % size fails
+ * this: at size 33, U32_MAX - 3 and 0 share slot 0.
+ */
+static void kverbs_ledger_slot_wrap(struct kunit *test)
+{
+	static const u32 sizes[] = { 3, 8, 33, 257, 259 };
+	unsigned long *seen;
+	struct kverbs_ledger l;
+	u32 i, k, off, slot;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		kverbs_ledger_init(&l, sizes[i], 4);
+		KUNIT_EXPECT_GE(test, l.slots, sizes[i]);
+		KUNIT_EXPECT_TRUE(test, is_power_of_2(l.slots));
+		seen = bitmap_zalloc(l.slots, GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, seen);
+		/* Every window start from size - 1 before the wrap to 1. */
+		for (off = 0; off <= sizes[i]; off++) {
+			u32 start = (u32)(0U - (sizes[i] - 1) + off);
+
+			bitmap_zero(seen, l.slots);
+			for (k = 0; k < sizes[i]; k++) {
+				slot = kverbs_ledger_slot(&l, start + k);
+				KUNIT_ASSERT_LT(test, slot, l.slots);
+				KUNIT_EXPECT_FALSE_MSG(test, test_bit(slot, seen),
+						       "size %u: positions from %u share slot %u",
+						       sizes[i], start, slot);
+				__set_bit(slot, seen);
+			}
+		}
+		bitmap_free(seen);
+	}
 }
 
 static void kverbs_ledger_signal_interval(struct kunit *test)
@@ -398,13 +476,20 @@ static void kverbs_ledger_reclaim_flush(struct kunit *test)
 	/* Stale or future positions reclaim nothing. */
 	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[1]), 0U);
 	KUNIT_EXPECT_EQ(test, kverbs_ledger_reclaim(&l, pos[5] + 3), 0U);
-	/* A failed post is undone exactly. */
+	/*
+	 * A failed post is undone exactly: the retry gets the same position
+	 * and the same signal decision (the interval's 8th WR).
+	 */
 	kverbs_ledger_post(&l, false, &pos[0]);
 	i = l.unsignaled;
-	kverbs_ledger_post(&l, false, &pos[1]);
+	KUNIT_EXPECT_EQ(test, i, 7U);
+	KUNIT_EXPECT_TRUE(test, kverbs_ledger_post(&l, false, &pos[1]));
 	kverbs_ledger_unpost(&l, i);
 	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 1U);
 	KUNIT_EXPECT_EQ(test, l.unsignaled, i);
+	KUNIT_EXPECT_TRUE(test, kverbs_ledger_post(&l, false, &pos[2]));
+	KUNIT_EXPECT_EQ(test, pos[2], pos[1]);
+	KUNIT_EXPECT_EQ(test, kverbs_ledger_used(&l), 2U);
 }
 
 /*
@@ -445,48 +530,152 @@ static void kverbs_ep_budget_numbered(struct kunit *test)
 	}
 }
 
+#define KVMSG_DEFER_N		256	/* messages */
+#define KVMSG_DEFER_TAIL	8	/* the last ones, arriving as scripted */
+
+struct kvmsg_defer_sim {
+	struct kunit *test;
+	struct kvmsg_rx *rx;
+	u32 seen;		/* messages handled for good */
+};
+
+/* A handler ran to completion on @m: it must be the next one in order. */
+static void kvmsg_defer_deliver(struct kvmsg_defer_sim *d, struct kvmsg_rx *m)
+{
+	KUNIT_ASSERT_LT(d->test, d->seen, KVMSG_DEFER_N);
+	KUNIT_ASSERT_PTR_EQ_MSG(d->test, m, &d->rx[d->seen],
+				"message %u handled, %u expected",
+				(u32)(m - d->rx), d->seen);
+	KUNIT_ASSERT_EQ(d->test, m->seq, d->seen);
+	d->seen++;
+}
+
 /*
- * Arrivals interleaved with a process-context dispatcher; some handlers
- * defer.  The handler must see 0, 1, 2, ... and nothing may overtake.
+ * Arrivals (softirq) interleaved with the process-context dispatcher, as
+ * kvmsg_recv_done() and kvmsg_defer_ep() use the backlog: an arrival
+ * queues when kvmsg_backlog_must_queue(), else its handler runs in place
+ * and either finishes or defers it (push_front); the dispatcher takes a
+ * message and runs its handler, which takes a while (arrivals come in
+ * between), and never defers.  Handlers must finish 0, 1, 2, ... with
+ * nothing overtaking, every message exactly once.
+ *
+ * The last KVMSG_DEFER_TAIL arrivals are scripted so the final drain has
+ * a known content: once the dispatcher ran dry, one is deferred and the
+ * rest arrive while its deferred handler runs.  The final drain must hand
+ * out exactly those, in order, and leave the backlog empty and idle.
  */
 static void kvmsg_defer_order(struct kunit *test)
 {
-	struct kvmsg_rx *rx;
+	struct kvmsg_defer_sim d = { .test = test };
+	u32 next_in = 0, step, i, drained = 0;
+	u32 deferred = 0, queued = 0, in_place = 0, taken = 0;
+	struct kvmsg_rx *m, *in_hand = NULL;	/* the dispatcher's */
 	struct kvmsg_backlog b;
-	u32 next_in = 0, seen = 0, step;
 	struct rnd_state rnd;
 
-	rx = kunit_kcalloc(test, 64, sizeof(*rx), GFP_KERNEL);
-	KUNIT_ASSERT_NOT_NULL(test, rx);
+	d.rx = kunit_kcalloc(test, KVMSG_DEFER_N, sizeof(*d.rx), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, d.rx);
+	for (i = 0; i < KVMSG_DEFER_N; i++) {
+		d.rx[i].seq = i;
+		INIT_LIST_HEAD(&d.rx[i].node);
+	}
 	prandom_seed_state(&rnd, 7);
 	kvmsg_backlog_init(&b);
-	for (step = 0; step < 100000 && seen < 64; step++) {
-		u32 r = prandom_u32_state(&rnd) % 4;
-		struct kvmsg_rx *m;
+	for (step = 0; step < 100000 &&
+	     next_in < KVMSG_DEFER_N - KVMSG_DEFER_TAIL; step++) {
+		u32 r = prandom_u32_state(&rnd) % 8;
 
-		if (r < 2 && next_in < 64) {
-			m = &rx[next_in];
-			m->seq = next_in++;
-			INIT_LIST_HEAD(&m->node);
+		if (r < 2) {
+			m = &d.rx[next_in++];
 			if (kvmsg_backlog_must_queue(&b)) {
 				kvmsg_backlog_add(&b, m);
+				queued++;
 			} else if (r == 0) {	/* handler deferred it */
 				kvmsg_backlog_push_front(&b, m);
+				deferred++;
 			} else {
-				KUNIT_ASSERT_EQ(test, m->seq, seen);
-				seen++;
+				kvmsg_defer_deliver(&d, m);
+				in_place++;
 			}
-		} else if (r >= 2) {	/* the worker handles one */
-			m = kvmsg_backlog_next(&b);
-			if (m) {
-				KUNIT_ASSERT_EQ(test, m->seq, seen);
-				seen++;
-			}
+		} else if (in_hand) {	/* the dispatcher's handler returns */
+			kvmsg_defer_deliver(&d, in_hand);
+			in_hand = NULL;
+		} else {
+			in_hand = kvmsg_backlog_next(&b);
+			taken += !!in_hand;
 		}
 	}
-	while (kvmsg_backlog_next(&b))
-		seen++;
-	KUNIT_EXPECT_EQ(test, seen, 64U);
+	KUNIT_ASSERT_EQ(test, next_in, KVMSG_DEFER_N - KVMSG_DEFER_TAIL);
+	kunit_info(test, "%u in place, %u deferred, %u queued, %u dispatched\n",
+		   in_place, deferred, queued, taken);
+	KUNIT_EXPECT_GE(test, in_place, 20U);
+	KUNIT_EXPECT_GE(test, deferred, 20U);
+	KUNIT_EXPECT_GE(test, queued, 20U);
+
+	/* The dispatcher runs dry and goes idle. */
+	for (i = 0; i < KVMSG_DEFER_N; i++) {
+		if (in_hand)
+			kvmsg_defer_deliver(&d, in_hand);
+		in_hand = kvmsg_backlog_next(&b);
+		if (!in_hand)
+			break;
+	}
+	KUNIT_ASSERT_NULL(test, in_hand);
+	KUNIT_ASSERT_FALSE(test, kvmsg_backlog_must_queue(&b));
+	KUNIT_ASSERT_EQ(test, d.seen, next_in);
+
+	/*
+	 * The tail: the first arrival's handler defers it; the dispatcher
+	 * takes it, and while its handler runs the others arrive and must
+	 * queue behind it, though the list is empty.
+	 */
+	m = &d.rx[next_in++];
+	kvmsg_backlog_push_front(&b, m);
+	KUNIT_ASSERT_TRUE(test, kvmsg_backlog_must_queue(&b));
+	in_hand = kvmsg_backlog_next(&b);
+	KUNIT_ASSERT_PTR_EQ(test, in_hand, m);
+	while (next_in < KVMSG_DEFER_N) {
+		m = &d.rx[next_in++];
+		KUNIT_ASSERT_TRUE_MSG(test, kvmsg_backlog_must_queue(&b),
+				      "message %u would overtake %u", m->seq,
+				      in_hand->seq);
+		kvmsg_backlog_add(&b, m);
+	}
+
+	/* The final drain: exactly the tail, in order, then nothing. */
+	while (in_hand) {
+		kvmsg_defer_deliver(&d, in_hand);
+		drained++;
+		in_hand = kvmsg_backlog_next(&b);
+	}
+	KUNIT_EXPECT_EQ(test, drained, KVMSG_DEFER_TAIL);
+	KUNIT_EXPECT_EQ(test, d.seen, KVMSG_DEFER_N);
+	KUNIT_EXPECT_TRUE(test, list_empty(&b.q));
+	KUNIT_EXPECT_FALSE(test, kvmsg_backlog_must_queue(&b));
+	KUNIT_EXPECT_NULL(test, kvmsg_backlog_next(&b));
+}
+
+/*
+ * A message whose handler deferred it goes in front of anything queued
+ * (kvmsg_backlog_push_front(): it is older than any of them); kvmsg only
+ * defers onto an idle, empty backlog, so the model above cannot tell it
+ * from a queue at the back.
+ */
+static void kvmsg_backlog_push_front_first(struct kunit *test)
+{
+	struct kvmsg_backlog b;
+	struct kvmsg_rx rx[3] = {};
+	int i;
+
+	kvmsg_backlog_init(&b);
+	for (i = 0; i < 3; i++)
+		INIT_LIST_HEAD(&rx[i].node);
+	kvmsg_backlog_add(&b, &rx[1]);
+	kvmsg_backlog_add(&b, &rx[2]);
+	kvmsg_backlog_push_front(&b, &rx[0]);
+	for (i = 0; i < 3; i++)
+		KUNIT_EXPECT_PTR_EQ(test, kvmsg_backlog_next(&b), &rx[i]);
+	KUNIT_EXPECT_NULL(test, kvmsg_backlog_next(&b));
 	KUNIT_EXPECT_FALSE(test, kvmsg_backlog_must_queue(&b));
 }
 
@@ -507,6 +696,9 @@ static void kvmsg_hdr_good(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kvmsg_hdr_check(buf, sizeof(struct kvmsg_hdr), 10,
 					      64, &len, &cr, &type),
 			KVMSG_WIRE_OK);
+	KUNIT_EXPECT_EQ(test, len, 0U);
+	KUNIT_EXPECT_EQ(test, cr, 1);
+	KUNIT_EXPECT_EQ(test, type, KVMSG_TYPE_CREDIT);
 }
 
 static void kvmsg_hdr_each_violation(struct kunit *test)
@@ -547,43 +739,168 @@ static void kvmsg_hdr_each_violation(struct kunit *test)
 #undef CHECK
 }
 
-/* Random headers: every verdict is consistent with the fields. */
+/* One received message in host order: header fields and bytes received. */
+struct kvmsg_hdr_fields {
+	u8 type;
+	u8 flags;
+	u16 credits;
+	u32 seq;
+	u32 len;
+	u32 reserved;
+	u32 byte_len;
+};
+
+/*
+ * The reference: the first rule of kvmsg_hdr_check()'s documentation
+ * that @f breaks, for the expected @seq and largest payload @max_len.
+ */
+static enum kvmsg_wire_err kvmsg_hdr_ref(const struct kvmsg_hdr_fields *f,
+					 u32 seq, u32 max_len)
+{
+	if (f->byte_len < sizeof(struct kvmsg_hdr))
+		return KVMSG_WIRE_SHORT;
+	if (f->type != KVMSG_TYPE_DATA && f->type != KVMSG_TYPE_CREDIT)
+		return KVMSG_WIRE_TYPE;
+	if (f->flags || f->reserved)
+		return KVMSG_WIRE_FLAGS;
+	if (f->len != f->byte_len - sizeof(struct kvmsg_hdr) ||
+	    f->len > max_len)
+		return KVMSG_WIRE_LEN;
+	if (f->type == KVMSG_TYPE_CREDIT && (f->len || !f->credits))
+		return KVMSG_WIRE_CREDIT;
+	if (f->seq != seq)
+		return KVMSG_WIRE_SEQ;
+	return KVMSG_WIRE_OK;
+}
+
+/* Half the time a value at or next to a bound, else anything. */
+static u32 kvmsg_hdr_pick(struct rnd_state *rnd, const u32 *near,
+			  unsigned int n)
+{
+	u32 r = prandom_u32_state(rnd);
+
+	return r & 1 ? near[(r >> 1) % n] : prandom_u32_state(rnd);
+}
+
+#define KVMSG_HDR_MAX	48	/* max_len of the random test */
+
+static void kvmsg_hdr_mutate(struct rnd_state *rnd, struct kvmsg_hdr_fields *f,
+			     u32 seq)
+{
+	const u32 seqs[] = { seq, seq - 1, seq + 1, swab32(seq) };
+	static const u32 types[] = { 0, KVMSG_TYPE_DATA, KVMSG_TYPE_CREDIT, 3,
+				     0xff };
+	static const u32 bits[] = { 0, 1, 0x80, 0x80000000 };
+	static const u32 credits[] = { 1, 0xffff };
+	static const u32 lens[] = { 0, 1, KVMSG_HDR_MAX - 1, KVMSG_HDR_MAX,
+				    KVMSG_HDR_MAX + 1, 64, 0x01000000 };
+	u32 hdr = sizeof(struct kvmsg_hdr);
+
+	switch (prandom_u32_state(rnd) % 7) {
+	case 0:
+		f->type = kvmsg_hdr_pick(rnd, types, ARRAY_SIZE(types));
+		break;
+	case 1:
+		f->flags = kvmsg_hdr_pick(rnd, bits, ARRAY_SIZE(bits));
+		break;
+	case 2:
+		f->reserved = kvmsg_hdr_pick(rnd, bits, ARRAY_SIZE(bits));
+		break;
+	case 3:	/* a credit message must grant some */
+		f->credits = prandom_u32_state(rnd) & 1 ? 0 :
+			     kvmsg_hdr_pick(rnd, credits, ARRAY_SIZE(credits));
+		break;
+	case 4:
+		f->seq = kvmsg_hdr_pick(rnd, seqs, ARRAY_SIZE(seqs));
+		break;
+	case 5:	/* the header's length, half the time matching what arrives */
+		f->len = kvmsg_hdr_pick(rnd, lens, ARRAY_SIZE(lens));
+		if (prandom_u32_state(rnd) & 1)
+			f->byte_len = hdr + f->len;
+		break;
+	default:
+		f->byte_len = hdr + f->len + prandom_u32_state(rnd) % 3 - 1;
+		if (prandom_u32_state(rnd) & 1)
+			f->byte_len = prandom_u32_state(rnd) % (hdr + 65);
+		break;
+	}
+}
+
+/*
+ * Random messages: a valid header (data with a payload up to the maximum,
+ * or credit-only) for a random expected sequence number, half of them with
+ * one or two fields or the received length changed, often to a value next
+ * to a bound.  The verdict must be the reference's, an accepted header's
+ * outputs must be its fields, and both verdicts and every violation must
+ * come up often.  Seeded, so a failure replays.
+ */
 static void kvmsg_hdr_random(struct kunit *test)
 {
+	static const unsigned int changes[] = { 0, 0, 1, 2 };
 	u8 buf[sizeof(struct kvmsg_hdr) + 64];
-	const struct kvmsg_hdr *h = (void *)buf;
-	u32 i, ok = 0, n, len;
+	u32 i, k, n, ok = 0, bad = 0, len, seq;
+	u32 by_err[KVMSG_WIRE_MAX] = {};
+	struct rnd_state rnd;
 	u16 cr;
 	u8 type;
 
-	for (i = 0; i < 20000; i++) {
-		enum kvmsg_wire_err e;
+	prandom_seed_state(&rnd, 11);
+	for (n = 0; n < 20000; n++) {
+		struct kvmsg_hdr_fields f = {};
+		struct kvmsg_hdr h;
+		enum kvmsg_wire_err want, got;
 
-		get_random_bytes(buf, sizeof(buf));
-		/* Bias towards near-valid headers so deep checks run. */
-		if (i & 1) {
-			((struct kvmsg_hdr *)buf)->flags = 0;
-			((struct kvmsg_hdr *)buf)->reserved = 0;
-			((struct kvmsg_hdr *)buf)->type = 1 + (buf[20] & 1);
-			((struct kvmsg_hdr *)buf)->seq = cpu_to_be32(5);
-			((struct kvmsg_hdr *)buf)->len =
-				cpu_to_be32(buf[21] % 65);
+		seq = prandom_u32_state(&rnd);
+		f.seq = seq;
+		if (prandom_u32_state(&rnd) % 4) {
+			f.type = KVMSG_TYPE_DATA;
+			f.len = prandom_u32_state(&rnd) % (KVMSG_HDR_MAX + 1);
+		} else {
+			f.type = KVMSG_TYPE_CREDIT;
+			f.credits = 1 + prandom_u32_state(&rnd) % 0xffff;
 		}
-		n = get_random_u32() % (sizeof(buf) + 1);
-		e = kvmsg_hdr_check(buf, n, 5, 48, &len, &cr, &type);
-		KUNIT_ASSERT_LT(test, e, KVMSG_WIRE_MAX);
-		if (e != KVMSG_WIRE_OK)
+		f.byte_len = sizeof(h) + f.len;
+		k = changes[prandom_u32_state(&rnd) % ARRAY_SIZE(changes)];
+		for (i = 0; i < k; i++)
+			kvmsg_hdr_mutate(&rnd, &f, seq);
+		f.byte_len = min_t(u32, f.byte_len, sizeof(buf));
+
+		/* Encode by hand; the payload is noise. */
+		prandom_bytes_state(&rnd, buf, sizeof(buf));
+		h.type = f.type;
+		h.flags = f.flags;
+		h.credits = cpu_to_be16(f.credits);
+		h.seq = cpu_to_be32(f.seq);
+		h.len = cpu_to_be32(f.len);
+		h.reserved = cpu_to_be32(f.reserved);
+		memcpy(buf, &h, sizeof(h));
+
+		len = 0xa5a5a5a5;
+		cr = 0xa5a5;
+		type = 0xa5;
+		want = kvmsg_hdr_ref(&f, seq, KVMSG_HDR_MAX);
+		got = kvmsg_hdr_check(buf, f.byte_len, seq, KVMSG_HDR_MAX, &len,
+				      &cr, &type);
+		KUNIT_ASSERT_EQ_MSG(test, got, want,
+				    "#%u: type %u flags %#x credits %u seq %u (want %u) len %u reserved %#x received %u",
+				    n, f.type, f.flags, f.credits, f.seq, seq,
+				    f.len, f.reserved, f.byte_len);
+		by_err[want]++;
+		if (want != KVMSG_WIRE_OK) {
+			bad++;
 			continue;
+		}
 		ok++;
-		KUNIT_ASSERT_GE(test, n, (u32)sizeof(*h));
-		KUNIT_ASSERT_EQ(test, len, n - (u32)sizeof(*h));
-		KUNIT_ASSERT_LE(test, len, 48U);
-		KUNIT_ASSERT_EQ(test, be32_to_cpu(h->seq), 5U);
-		KUNIT_ASSERT_TRUE(test, type == KVMSG_TYPE_DATA ||
-				  (type == KVMSG_TYPE_CREDIT && !len && cr));
+		KUNIT_ASSERT_EQ_MSG(test, len, f.len, "#%u", n);
+		KUNIT_ASSERT_EQ_MSG(test, cr, f.credits, "#%u", n);
+		KUNIT_ASSERT_EQ_MSG(test, type, f.type, "#%u", n);
 	}
-	kunit_info(test, "%u of 20000 random headers accepted\n", ok);
-	KUNIT_EXPECT_GT(test, ok, 0U);
+	kunit_info(test, "%u of 20000 random headers accepted, %u refused\n",
+		   ok, bad);
+	KUNIT_EXPECT_GE(test, ok, 5000U);
+	KUNIT_EXPECT_GE(test, bad, 5000U);
+	for (i = KVMSG_WIRE_SHORT; i < KVMSG_WIRE_MAX; i++)
+		KUNIT_EXPECT_GE_MSG(test, by_err[i], 100U, "verdict %u", i);
 }
 
 static struct kunit_case kvmsg_cases[] = {
@@ -593,11 +910,13 @@ static struct kunit_case kvmsg_cases[] = {
 	KUNIT_CASE(kvmsg_credit_idle_quiet),
 	KUNIT_CASE(kvmsg_credit_oneway_kept),
 	KUNIT_CASE(kverbs_ledger_wrap),
+	KUNIT_CASE(kverbs_ledger_slot_wrap),
 	KUNIT_CASE(kverbs_ledger_signal_interval),
 	KUNIT_CASE(kverbs_ledger_full_is_signaled),
 	KUNIT_CASE(kverbs_ledger_reclaim_flush),
 	KUNIT_CASE(kverbs_ep_budget_numbered),
 	KUNIT_CASE(kvmsg_defer_order),
+	KUNIT_CASE(kvmsg_backlog_push_front_first),
 	KUNIT_CASE(kvmsg_hdr_good),
 	KUNIT_CASE(kvmsg_hdr_each_violation),
 	KUNIT_CASE(kvmsg_hdr_random),

@@ -74,7 +74,10 @@ void kverbs_device_exit(void);
  * The send-queue ledger (sq.c).  Every WR posted on an endpoint's send
  * queue, a message of the layer above or an RDMA operation, owns an entry
  * until reclaimed.  Positions are free-running u32 counters; entry p lives
- * in slot p % @size.  RC send queues complete in order, so the completion
+ * in slot p & (@slots - 1) of a ring of @slots, the power of two at or
+ * above @size: 2^32 is a multiple of @slots, so positions that wrap past
+ * U32_MAX keep distinct slots (p % @size would not for an @size that is
+ * not a power of two).  RC send queues complete in order, so the completion
  * of the WR at position p (signaled, or flushed) means every WR up to p is
  * done: kverbs_ledger_reclaim() moves @tail past p.
  *
@@ -85,7 +88,8 @@ void kverbs_device_exit(void);
  * the whole pool.
  */
 struct kverbs_ledger {
-	u32 size;
+	u32 size;		/* entries that may be in use */
+	u32 slots;		/* ring entries, roundup_pow_of_two(@size) */
 	u32 head;		/* next position to post */
 	u32 tail;		/* oldest position not reclaimed */
 	u32 interval;
@@ -94,6 +98,7 @@ struct kverbs_ledger {
 
 void kverbs_ledger_init(struct kverbs_ledger *l, u32 size, u32 interval);
 u32 kverbs_ledger_used(const struct kverbs_ledger *l);
+u32 kverbs_ledger_slot(const struct kverbs_ledger *l, u32 pos);
 bool kverbs_ledger_post(struct kverbs_ledger *l, bool want_signal, u32 *pos);
 void kverbs_ledger_unpost(struct kverbs_ledger *l, u32 unsignaled);
 u32 kverbs_ledger_reclaim(struct kverbs_ledger *l, u32 pos);

@@ -30,6 +30,7 @@
 void kverbs_ledger_init(struct kverbs_ledger *l, u32 size, u32 interval)
 {
 	l->size = size;
+	l->slots = roundup_pow_of_two(size);
 	l->head = 0;
 	l->tail = 0;
 	l->interval = clamp(interval, 1U, size);
@@ -49,6 +50,21 @@ u32 kverbs_ledger_used(const struct kverbs_ledger *l)
 	return l->head - l->tail;
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_used);
+
+/**
+ * kverbs_ledger_slot - ring slot of a position
+ * @l: ledger
+ * @pos: position from kverbs_ledger_post()
+ *
+ * Context: any.
+ * Return: index into a ring of @l->slots entries; distinct for any
+ * @l->size consecutive positions, across the u32 wrap too.
+ */
+u32 kverbs_ledger_slot(const struct kverbs_ledger *l, u32 pos)
+{
+	return pos & (l->slots - 1);
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_ledger_slot);
 
 /**
  * kverbs_ledger_post - account for one WR about to be posted
@@ -189,7 +205,7 @@ int kverbs_sq_alloc(struct kverbs_ep *ep)
 		   max(1, ep->dom->depth / 4);
 	kverbs_ledger_init(&sq->ledger, size, min_t(u32, interval,
 						    ep->dom->depth));
-	sq->ring = kcalloc(size, sizeof(*sq->ring), GFP_KERNEL);
+	sq->ring = kcalloc(sq->ledger.slots, sizeof(*sq->ring), GFP_KERNEL);
 	sq->ops = kcalloc(b->nops, sizeof(*sq->ops), GFP_KERNEL);
 	if (!sq->ring || !sq->ops)
 		return -ENOMEM;
@@ -247,7 +263,7 @@ int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
 	if (WARN_ON_ONCE(kverbs_ledger_used(&sq->ledger) == sq->ledger.size))
 		return -ENOSPC;
 	sig = kverbs_ledger_post(&sq->ledger, want_signal, &pos);
-	sq->ring[pos % sq->ledger.size] = w;
+	sq->ring[kverbs_ledger_slot(&sq->ledger, pos)] = w;
 	w->pos = pos;
 	wr->wr_cqe = &w->cqe;
 	wr->next = NULL;
@@ -314,8 +330,9 @@ static void kverbs_sq_reclaim_through(struct kverbs_ep *ep, u32 pos,
 	spin_lock_bh(&ep->lock);
 	n = kverbs_ledger_reclaim(&sq->ledger, pos);
 	while (n--) {
-		struct kverbs_wr *w = sq->ring[(sq->ledger.tail - n - 1) %
-					       sq->ledger.size];
+		u32 slot = kverbs_ledger_slot(&sq->ledger,
+					      sq->ledger.tail - n - 1);
+		struct kverbs_wr *w = sq->ring[slot];
 		void *arg;
 
 		if (!w->ops->reclaim(w, &arg))
