@@ -162,7 +162,6 @@ static void kvmsg_ep_stop(struct kverbs_ep *ep)
 	kvmsg_fail_pending(ep);
 	spin_lock_bh(&ep->lock);
 	atomic64_add(m->stats.sent, &md->closed_sent);
-	atomic64_add(m->stats.reclaimed, &md->closed_reclaimed);
 	spin_unlock_bh(&ep->lock);
 }
 
@@ -186,11 +185,24 @@ static void kvmsg_ep_release(struct kverbs_ep *ep)
 	m->mapped = false;
 }
 
+/*
+ * The last reference is gone: every send buffer must be free again (no
+ * holder is left, and teardown drained the QP).  The domain counts what
+ * it sees, so a send whose completion was never reclaimed shows in
+ * debugfs as closed_bufs_free < closed_bufs instead of vanishing.
+ */
 static void kvmsg_ep_free(struct kverbs_ep *ep)
 {
+	struct kvmsg_domain *md = &ep->dom->msg;
 	struct kvmsg_ep *m = &ep->msg;
-	int i;
+	int i, nfree = 0;
 
+	for (i = 0; m->tx && i < m->ntx; i++)
+		nfree += m->tx[i].state == KVMSG_BUF_FREE;
+	if (m->tx) {
+		atomic64_add(m->ntx, &md->closed_bufs);
+		atomic64_add(nfree, &md->closed_bufs_free);
+	}
 	for (i = 0; m->rx && i < m->nrx; i++)
 		kfree(m->rx[i].data);
 	for (i = 0; m->tx && i < m->ntx; i++)
@@ -215,14 +227,15 @@ size_t kvmsg_ep_mem(const struct kverbs_ep *ep)
 	return sizeof(*ep) + (size_t)m->nrx * (sizeof(*m->rx) + m->buf_size) +
 	       (size_t)m->ntx * (sizeof(*m->tx) + m->buf_size) +
 	       (size_t)ep->sq.nops * sizeof(*ep->sq.ops) +
-	       (size_t)ep->sq.ledger.size * sizeof(*ep->sq.ring);
+	       (size_t)ep->sq.ledger.slots * sizeof(*ep->sq.ring);
 }
 
 static void kvmsg_show_domain(struct seq_file *sf, struct kverbs_domain *dom)
 {
-	seq_printf(sf, " closed_sent %lld closed_reclaimed %lld",
+	seq_printf(sf, " closed_sent %lld closed_bufs %lld closed_bufs_free %lld",
 		   atomic64_read(&dom->msg.closed_sent),
-		   atomic64_read(&dom->msg.closed_reclaimed));
+		   atomic64_read(&dom->msg.closed_bufs),
+		   atomic64_read(&dom->msg.closed_bufs_free));
 }
 
 static void kvmsg_show_ep(struct seq_file *sf, struct kverbs_ep *ep)

@@ -154,7 +154,9 @@ struct kvmsg_ep {
  * never runs twice at once) dispatches the backlog of every endpoint on
  * @defer_list, so deferred handlers of one domain run one at a time.
  * @defer_lock (bh) protects @defer_list.  @closed_*: counters of endpoints
- * already gone, for debugfs.
+ * already gone, for debugfs: messages they sent, their send buffers and
+ * how many of those were free when the endpoint was freed (all of them,
+ * unless a send was never reclaimed).
  */
 struct kvmsg_domain {
 	const struct kvmsg_ops *ops;
@@ -162,7 +164,8 @@ struct kvmsg_domain {
 	spinlock_t defer_lock;		/* see above */
 	struct list_head defer_list;
 	atomic64_t closed_sent;
-	atomic64_t closed_reclaimed;
+	atomic64_t closed_bufs;
+	atomic64_t closed_bufs_free;
 };
 
 #endif /* _KVMSG_STATE_H */

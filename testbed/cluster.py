@@ -12,11 +12,10 @@ for kernel reports on exit.  A virtio-serial port carries the command agent
 Every wait is bounded; no QEMU or switch outlives the Cluster, whatever
 happens inside the with-block.
 """
-import atexit
 import base64
+import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -24,62 +23,15 @@ import threading
 import time
 from pathlib import Path
 
-from .common import HarnessError, log, require_tool
+from .common import (HarnessError, log, reap, require_tool, spawn,
+                     trap_signals, untrap_signals)
 from . import console, initramfs
 
-# No guest outlives the harness, by three layers: __exit__ tears down on any
-# exception (Ctrl-C included); atexit kills what is left on interpreter
-# exit, and SIGTERM/SIGHUP are turned into SystemExit while clusters live so
-# that path runs too; QEMU and vde_switch run under `setpriv --pdeathsig
-# KILL`, so even a SIGKILLed harness takes them along.  (pdeathsig fires
-# when the *thread* that started them ends: enter and exit a Cluster in one
-# thread.)
-_LIVE = set()        # process groups (QEMU, vde_switch) to kill at exit
-_saved_handlers = {}
-
-
-def _kill_all():
-    for pgid in list(_LIVE):
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        _LIVE.discard(pgid)
-
-
-atexit.register(_kill_all)
-
-
-def _reap(proc):
-    """Kill a child's process group if it still runs; wait for it."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait(10)
-    _LIVE.discard(proc.pid)
-
-
-def _terminate(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-def _trap_signals():
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if sig not in _saved_handlers and \
-                signal.getsignal(sig) is signal.SIG_DFL:
-            _saved_handlers[sig] = signal.signal(sig, _terminate)
-
-
-def _untrap_signals():
-    if _LIVE or threading.current_thread() is not threading.main_thread():
-        return
-    for sig, old in list(_saved_handlers.items()):
-        signal.signal(sig, old)
-        del _saved_handlers[sig]
+# No guest outlives the harness: QEMU and vde_switch are started with
+# common.spawn() (process group, atexit kill, SIGTERM/SIGHUP trapped,
+# `setpriv --pdeathsig KILL`) and __exit__ reaps them on any exception,
+# Ctrl-C included.  pdeathsig fires when the *thread* that started them
+# ends: enter and exit a Cluster in one thread.
 
 
 class ConsoleError(HarnessError):
@@ -146,6 +98,31 @@ class Node:
         self.release = None
         self.rxe = None
         self._seq = 0
+        self.expected = []      # (kind, first line, last line) of console
+
+    def _console_lines(self):
+        try:
+            return len(self.console_path.read_text(
+                errors="replace").splitlines())
+        except FileNotFoundError:
+            return 0
+
+    @contextlib.contextmanager
+    def expect_report(self, kind):
+        """Within this block the test provokes a console report of @kind
+        on purpose (a planted fault that proves a check can fail): such
+        findings on these console lines do not fail the run; any other
+        kind, or the same kind elsewhere, still does."""
+        first = self._console_lines() + 1
+        try:
+            yield
+        finally:
+            time.sleep(0.5)         # let the console file catch up
+            self.expected.append((kind, first, self._console_lines()))
+
+    def unexpected(self, findings):
+        return [f for f in findings if not any(
+            f.kind == k and a <= f.lineno <= b for k, a, b in self.expected)]
 
     def _reader(self):
         buf = b""
@@ -241,8 +218,6 @@ class Cluster:
         self.nodes = []
         self.sockdir = None
         self.switch = None
-        setpriv = shutil.which("setpriv")       # util-linux, always there
-        self._wrap = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
     # -- setup ---------------------------------------------------------
     def _netdevs(self):
@@ -262,10 +237,8 @@ class Cluster:
         # harness however the harness ends.
         swlog = self.workdir / "vde_switch.log"
         with open(swlog, "wb") as f:
-            self.switch = subprocess.Popen(
-                self._wrap + [vde, "-s", str(sw)], stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL, stderr=f, start_new_session=True)
-        _LIVE.add(self.switch.pid)
+            self.switch = spawn([vde, "-s", str(sw)], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=f)
         deadline = time.monotonic() + 30
         while not (sw / "ctl").exists():
             if self.switch.poll() is not None or time.monotonic() > deadline:
@@ -290,12 +263,13 @@ class Cluster:
         qemu = require_tool("qemu-system-x86_64", "qemu-system-x86")
         if self.n > 2:
             require_tool("vde_switch", "vde2")
+        require_tool("setpriv", "util-linux")
         self.workdir.mkdir(parents=True, exist_ok=True)
         # Unix socket paths are limited to 108 bytes, so sockets live in a
         # short private directory rather than under workdir.
         _sweep_sockdirs()
         self.sockdir = tempfile.mkdtemp(prefix=f"kvlab-{os.getpid()}-")
-        _trap_signals()
+        trap_signals()
         try:
             self._boot(qemu)
         except BaseException:
@@ -329,11 +303,9 @@ class Cluster:
                    f"mac=52:54:00:77:00:{i:02x}"]
             (self.workdir / f"{node.name}.qemu-cmd").write_text(
                 " ".join(cmd) + "\n")
-            node.proc = subprocess.Popen(
-                self._wrap + cmd, stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True)
-            _LIVE.add(node.proc.pid)
+            node.proc = spawn(cmd, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.boot_timeout
         for node in self.nodes:
             self._connect(node, deadline)
@@ -390,7 +362,7 @@ class Cluster:
     def findings(self):
         found = []
         for node in self.nodes:
-            found += console.scan(node.console_path)
+            found += node.unexpected(console.scan(node.console_path))
         return found
 
     def _teardown(self):
@@ -411,14 +383,14 @@ class Cluster:
                 node.proc.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            _reap(node.proc)
+            reap(node.proc)
             if node.sock:
                 node.sock.close()
         if self.switch:
-            _reap(self.switch)
+            reap(self.switch)
         if self.sockdir:
             shutil.rmtree(self.sockdir, ignore_errors=True)
-        _untrap_signals()
+        untrap_signals()
 
     def __exit__(self, et, ev, tb):
         self._teardown()

@@ -3,10 +3,13 @@
 Every failure the user can fix is raised as HarnessError naming the cause and
 the fix; the CLI prints it and exits non-zero.
 """
+import atexit
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -53,6 +56,84 @@ def require_tool(name, package):
             f"required tool '{name}' was not found on PATH",
             f"apt-get install {package}  (or run ./kvlab setup)")
     return path
+
+
+# ------------------------------------------------------- child process groups
+# No child started by spawn() outlives the harness, by three layers: its
+# caller reaps it in a `finally` (any exception, Ctrl-C included); atexit
+# kills what is left on interpreter exit, and SIGTERM/SIGHUP are turned into
+# SystemExit while children live so that path runs too; children run under
+# `setpriv --pdeathsig KILL`, so even a SIGKILLed harness takes them along.
+# (pdeathsig fires when the *thread* that started them ends: spawn and reap
+# in one thread.)  Each child leads its own process group, so killing the
+# group also kills whatever it started.
+_LIVE = set()        # process groups (= leader pids) not reaped yet
+_saved_handlers = {}
+
+
+def _kill_all():
+    for pgid in list(_LIVE):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _LIVE.discard(pgid)
+
+
+atexit.register(_kill_all)
+
+
+def _terminate(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def trap_signals():
+    """Turn SIGTERM/SIGHUP into SystemExit (so `finally` blocks run) until
+    untrap_signals(); only default handlers are replaced."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if sig not in _saved_handlers and \
+                signal.getsignal(sig) is signal.SIG_DFL:
+            _saved_handlers[sig] = signal.signal(sig, _terminate)
+
+
+def untrap_signals():
+    """Restore the handlers trap_signals() replaced, once no child lives."""
+    if _LIVE or threading.current_thread() is not threading.main_thread():
+        return
+    for sig, old in list(_saved_handlers.items()):
+        signal.signal(sig, old)
+        del _saved_handlers[sig]
+
+
+def spawn(cmd, **popen_kw):
+    """Popen `cmd` as the leader of a new process group under the three
+    layers above. Every spawn() must be paired with reap() in a finally."""
+    wrap = [require_tool("setpriv", "util-linux"), "--pdeathsig", "KILL",
+            "--"]
+    trap_signals()
+    p = subprocess.Popen(wrap + [str(c) for c in cmd],
+                         start_new_session=True, **popen_kw)
+    _LIVE.add(p.pid)
+    return p
+
+
+def reap(proc, timeout=10):
+    """Kill proc's process group if it still runs and wait for it.
+    Idempotent; safe from any thread."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        log(f"process {proc.pid} survived SIGKILL for {timeout}s "
+            "(uninterruptible sleep?)")
+    _LIVE.discard(proc.pid)
+    untrap_signals()
 
 
 def run(cmd, *, cwd=None, env=None, timeout=600, check=True, capture=True,

@@ -10,8 +10,14 @@ from pathlib import Path
 
 from .common import HarnessError, log, run
 
+# Every package a require_tool(tool, package) call in testbed/ names is
+# here, so `./kvlab setup` (and `./kvlab test`) installs it and no tool is
+# assumed present (testbed/selftest/test_harness.py ToolsDeclared checks):
+# e.g. qemu-system-x86_64 <- qemu-system-x86, setpriv <- util-linux,
+# pgrep <- procps.
 PACKAGES = [
-    "qemu-system-x86", "busybox-static", "cpio", "xz-utils", "zstd", "kmod",
+    "qemu-system-x86", "util-linux", "procps",
+    "busybox-static", "cpio", "xz-utils", "zstd", "kmod",
     "dkms", "vde2", "rdma-core", "rdmacm-utils", "ibverbs-utils",
     "ibverbs-providers", "iproute2", "build-essential", "bc", "flex",
     "bison", "libelf-dev", "libssl-dev", "dwarves", "rsync", "meson",

@@ -23,7 +23,8 @@ else:
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kvmsg", "kvmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko"]
-KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kvtest.ko"]
+KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kvtest.ko",
+                 "kvleak.ko"]
 BENCH_MODULES = ["rawping.ko"]
 
 WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)

@@ -24,7 +24,14 @@ parse() returns leaf results only, as (suite, case, status) with status one of
 "pass", "fail", "skip", "crashed". A parameterised case is reported per
 parameter as "case/param". A level that opened but never got its closing
 result line (crash, timeout, truncated log) yields one "crashed" entry.
+
+report() also returns, per suite, its plan ("1..N" right after the suite
+header) and the number of result lines seen at the suite's level, and
+verify() turns a report into the problems that fail a run even when every
+result line said "ok": a suite that never ran, a case that never reported,
+a skip nobody declared, a run in which nothing ran.
 """
+import fnmatch
 import re
 
 _TS = re.compile(r"^\[\s*\d+\.\d+\](?:\[\s*[CT]\d+\])? ?")
@@ -39,9 +46,10 @@ STATUSES = ("pass", "fail", "skip", "crashed")
 class _Level:
     """One open subtest whose children print at `indent`."""
 
-    def __init__(self, indent, name=None):
+    def __init__(self, indent, name=None, suite=False):
         self.indent = indent
         self.name = name
+        self.suite = suite      # a top-level suite (no named level above)
         self.plan = None
         self.results = 0        # child result lines seen
         self.children = False   # a nested level opened inside this one
@@ -66,18 +74,72 @@ def _strip(line):
     return line.expandtabs(4)
 
 
+class Plan:
+    """A suite's declared plan (None if it printed no "1..N") and how many
+    results it printed at its own level (a parameterised case counts once,
+    as in the plan)."""
+
+    def __init__(self, plan=None, results=0):
+        self.plan, self.results = plan, results
+
+    def __eq__(self, other):
+        return (self.plan, self.results) == (other.plan, other.results)
+
+    def __repr__(self):
+        return f"Plan({self.plan}, {self.results})"
+
+
+class Report:
+    """parse() output plus per-suite plans.
+    cases:   [(suite, case, status)] as parse() returns them;
+    suites:  {suite: Plan}; a suite printed twice (module loaded twice)
+             has its plans and results added up;
+    reasons: {(suite, case): directive text} for skipped entries."""
+
+    def __init__(self, cases, suites, reasons=None):
+        self.cases = cases
+        self.suites = suites
+        self.reasons = reasons or {}
+
+
 def parse(text):
+    """Leaf results [(suite, case, status)] of a console log."""
+    return report(text).cases
+
+
+def report(text):
+    """parse() with each suite's plan and the skip reasons: a Report."""
     cases = []
+    suites = {}
+    reasons = {}
     stack = []              # open levels, increasing indent; root has indent 0
 
     def names():
         return [lv.name for lv in stack if lv.indent > 0 and lv.name]
 
-    def record(path, status):
+    def record(path, status, directive=None):
         if not path:
             return
         suite, rest = path[0], "/".join(path[1:])
         cases.append((suite, rest, status))
+        if status == "skip" and directive:
+            reasons[(suite, rest)] = re.sub(r"^(?:SKIP|TODO)\s*", "",
+                                            directive.strip(), flags=re.I)
+
+    def closed(lv):
+        """Account a level leaving the stack: a suite's plan and results."""
+        if lv.suite:
+            p = suites.setdefault(lv.name or "?", Plan())
+            if lv.plan is not None:
+                p.plan = (p.plan or 0) + lv.plan
+            p.results += lv.results
+
+    def opened(indent, name=None):
+        """A new level: a suite iff it is the outermost indented one."""
+        suite = indent > 0 and not any(lv.indent > 0 for lv in stack)
+        if stack:
+            stack[-1].children = True
+        stack.append(_Level(indent, name, suite))
 
     def truncate(min_indent):
         """Close levels with indent >= min_indent that never got a result.
@@ -86,7 +148,7 @@ def parse(text):
         while stack and stack[-1].indent >= min_indent:
             lv = stack[-1]
             path = names()
-            stack.pop()
+            closed(stack.pop())
             if lv.indent == 0 or reported:
                 continue
             done = f"{lv.results} of {lv.plan}" if lv.plan is not None \
@@ -106,9 +168,7 @@ def parse(text):
             if top is not None and top.indent == indent and top.fresh:
                 continue            # "# Subtest:" came first (newer kernels)
             truncate(indent)
-            if stack:
-                stack[-1].children = True
-            stack.append(_Level(indent))
+            opened(indent)
             continue
         m = _SUBTEST.match(body)
         if m:
@@ -118,9 +178,7 @@ def parse(text):
                 top.name = m.group(1)
                 continue
             truncate(indent)
-            if stack:
-                stack[-1].children = True
-            stack.append(_Level(indent, m.group(1)))
+            opened(indent, m.group(1))
             continue
         m = _PLAN.match(body)
         if m:
@@ -135,23 +193,24 @@ def parse(text):
         status = _status(okword, directive)
         # Levels deeper than this line are closed by it. The one directly
         # below (indent > this) is the subtest this line reports on.
-        closed = None
+        below = None
         while stack and stack[-1].indent > indent:
-            closed = stack.pop()    # last popped = the level just below
+            below = stack.pop()     # last popped = the level just below
+            closed(below)
         parent = stack[-1] if stack and stack[-1].indent == indent else None
         if parent is not None:
             parent.results += 1
-        leaf = closed is None or (closed.results == 0 and not closed.children)
+        leaf = below is None or (below.results == 0 and not below.children)
         if not leaf:
             continue                # its children were recorded already
         path = names() + [name]
         if parent is None and indent > 0:
             # result with no enclosing "# Subtest:" (noise-damaged header)
             path = ["?"] + [name]
-        record(path, status)
+        record(path, status, directive)
 
     truncate(0)
-    return cases
+    return Report(cases, suites, reasons)
 
 
 def count(cases):
@@ -160,3 +219,85 @@ def count(cases):
     for _suite, _case, status in cases:
         out[status] = out.get(status, 0) + 1
     return out
+
+
+def case_name(suite, case):
+    """"suite.case" as verify() and the skippable globs spell it; a
+    suite-level entry (no case) is just "suite"."""
+    return f"{suite}.{case}" if case else suite
+
+
+def skip_declared(suite, case, skippable):
+    """The first glob of `skippable` that allows this skip, or None.
+    A glob matches "suite.case" or, for a parameterised case's entry
+    "suite.case/param", also "suite.case" alone."""
+    full = case_name(suite, case)
+    bare = case_name(suite, case.split("/", 1)[0]) if case else full
+    for pat in skippable:
+        if fnmatch.fnmatchcase(full, pat) or fnmatch.fnmatchcase(bare, pat):
+            return pat
+    return None
+
+
+class Problem:
+    """One reason a KUnit run fails beyond its failed cases.
+    kind: "missing suite", "no plan", "missing cases", "extra results",
+    "undeclared skip" or "nothing ran"; name: the suite or suite.case."""
+
+    def __init__(self, kind, name, detail):
+        self.kind, self.name, self.detail = kind, name, detail
+
+    def __str__(self):
+        return f"{self.name}: {self.detail}" if self.name else self.detail
+
+    def __repr__(self):
+        return f"Problem({self.kind!r}, {self.name!r})"
+
+
+def verify(source, expected_suites, skippable=()):
+    """Problems of a KUnit run, [] when it is complete.
+
+    source: console text, a Report, or a bare list of parse() cases (which
+    carries no plans: then a missing case cannot be seen, only a missing
+    suite, an undeclared skip or a run with nothing in it).
+    expected_suites: every suite that must have run.
+    skippable: "suite.case" globs of cases allowed to skip (see
+    skip_declared); every other skip is a problem.
+
+    A run where every case skipped, or no case reported at all, is a
+    problem even if each skip was declared: it tested nothing.
+    """
+    if isinstance(source, str):
+        source = report(source)
+    if isinstance(source, Report):
+        cases, suites = source.cases, source.suites
+    else:
+        cases, suites = list(source), None
+    problems = []
+    seen = {s for s, _c, _st in cases} | set(suites or ())
+    for s in sorted(set(expected_suites) - seen):
+        problems.append(Problem("missing suite", s,
+                                "expected suite printed no KTAP (module "
+                                "not loaded, or suite not registered?)"))
+    for s, p in sorted((suites or {}).items()):
+        if p.plan is None:
+            problems.append(Problem("no plan", s, "suite printed no plan "
+                                    "line (1..N): its completeness is "
+                                    "unknown"))
+        elif p.results < p.plan:
+            problems.append(Problem("missing cases", s,
+                                    f"{p.results} of {p.plan} planned "
+                                    "results (a case never reported)"))
+        elif p.results > p.plan:
+            problems.append(Problem("extra results", s,
+                                    f"{p.results} results for a plan of "
+                                    f"{p.plan}"))
+    for s, c, st in cases:
+        if st == "skip" and not skip_declared(s, c, skippable):
+            problems.append(Problem("undeclared skip", case_name(s, c),
+                                    "skipped, but not declared skippable"))
+    if not any(st != "skip" for _s, _c, st in cases):
+        what = "every case skipped" if cases else "no case reported"
+        problems.append(Problem("nothing ran", "", f"KUnit run tested "
+                                f"nothing: {what}"))
+    return problems

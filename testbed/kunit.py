@@ -9,6 +9,9 @@ boots it under TCG with a busybox initramfs, then parses the KTAP output.
     # make -C kk.build M=<module dir>   # external modules build against it
     res = run(kk, [kverbs_ko, kverbs_kunit_ko], workdir)
     res.passed, res.failed, res.skipped, res.total, res.cases, res.findings
+    res.ktap                            # ktap.Report: plans, for ktap.verify
+    suite_names()                       # the suites kunit/*_kunit.c define
+    guest_timeout(kk, 120)              # a bound scaled for kk's debug options
 
 Guest facts the callers rely on:
   * modules are insmod'ed in the given order; a module's suites run while it
@@ -24,10 +27,10 @@ CLI: python3 -m testbed.kunit build [--variant debug]
 import argparse
 import fcntl
 import hashlib
+import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -35,7 +38,8 @@ import time
 from pathlib import Path
 
 from . import ktap
-from .common import HarnessError, Phase, cache_dir, log, require_tool, run as run_cmd
+from .common import (REPO, HarnessError, Phase, cache_dir, log, reap,
+                     require_tool, run as run_cmd, spawn)
 from .console import scan
 from .cpio import make_cpio
 
@@ -45,6 +49,18 @@ VARIANTS = {"default": ["base.config"],
 BUILD_TIMEOUT = 3600          # seconds for the whole `make bzImage modules`
 DONE_STAMP = ".kvlab-complete"  # written last: its presence = usable build
 SRC_STAMP = ".kvlab-extracted"  # written after a complete extraction
+
+# Guest time bound of run() on the default kernel: boot, every suite and
+# the /init epilogue, with a wide margin.  Other kernels: guest_timeout().
+RUN_TIMEOUT = 300
+# How much slower a TCG guest runs with each debug option, as a factor on
+# the default kernel; factors of the options present multiply.  Upper
+# bounds for timeouts (a hang costs the full bound), not predictions.
+SLOWDOWN = [
+    (("CONFIG_KASAN",), 2.0),           # shadow checks on every access
+    (("CONFIG_LOCKDEP", "CONFIG_PROVE_LOCKING"), 1.5),
+    (("CONFIG_DEBUG_KMEMLEAK",), 1.25),
+]
 
 # Lines the guest /init prints; run() keys off them.
 MARK = "KVLAB-KUNIT"
@@ -65,8 +81,11 @@ class KunitKernel:
 
 class KunitResult:
     def __init__(self, cases, log_path, findings, insmod_failures,
-                 completed, timed_out):
+                 completed, timed_out, report):
         self.cases = cases                      # [(suite, case, status)]
+        # The console's KTAP alone (`cases` adds insmod failures and an
+        # unfinished guest): plans and skip reasons, for ktap.verify().
+        self.ktap = report
         self.log = Path(log_path)
         self.findings = findings                # testbed.console Findings
         self.insmod_failures = insmod_failures  # [(module, error text)]
@@ -151,9 +170,13 @@ def _parse_config(text):
 
 
 def _build_key(tarball, fragment):
+    """Key of a build: source, compiler and the options the fragments set
+    (not their comments, so editing a comment never forces a rebuild)."""
     gcc = run_cmd(["gcc", "--version"], timeout=30).stdout.splitlines()[0]
+    opts = "\n".join(f"{k}={v}" for k, v in
+                     sorted(_parse_config(fragment).items()))
     h = hashlib.sha256()
-    for part in (tarball.name, str(tarball.stat().st_size), fragment, gcc):
+    for part in (tarball.name, str(tarball.stat().st_size), opts, gcc):
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:12]
 
@@ -163,15 +186,14 @@ def _stream_make(cmd, logfile, timeout):
     with the latest line; kill the whole process group on timeout."""
     t0 = time.monotonic()
     with open(logfile, "w") as lf:
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True,
-                             errors="replace", start_new_session=True)
+        p = spawn(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                  text=True, errors="replace")
         expired = []
         timer = threading.Timer(timeout, lambda: (expired.append(1),
-                                                  _killpg(p)))
-        timer.start()
+                                                  reap(p)))
         last_beat, last = t0, ""
         try:
+            timer.start()
             for line in p.stdout:
                 lf.write(line)
                 if line.strip():
@@ -183,7 +205,7 @@ def _stream_make(cmd, logfile, timeout):
             rc = p.wait()
         finally:
             timer.cancel()
-            _killpg(p)
+            reap(p)
     if expired:
         raise HarnessError(f"kernel build timed out after {timeout}s; "
                            f"log: {logfile}",
@@ -193,15 +215,6 @@ def _stream_make(cmd, logfile, timeout):
                        .splitlines(True)[-40:])
         raise HarnessError(f"kernel build failed (exit {rc}); full log: "
                            f"{logfile}\n{tail}")
-
-
-def _killpg(p):
-    if p.poll() is None:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
 
 
 def kernel(variant="default"):
@@ -275,6 +288,52 @@ def _kernel_locked(variant, fragment, tarball, build):
     return KunitKernel(variant, build, bzimage, version)
 
 
+def kernel_config(kk):
+    """{CONFIG_X: value} of kk: its built .config, or (no build yet) the
+    fragments of its variant, which name fewer options."""
+    built = Path(kk.build) / ".config"
+    if built.is_file():
+        return _parse_config(built.read_text(errors="replace"))
+    return _parse_config(_fragment(kk.variant))
+
+
+def guest_timeout(kk, base):
+    """Seconds to allow a guest of kernel kk for work that takes at most
+    `base` seconds on the default KUnit kernel: base times the SLOWDOWN
+    factor of every debug option kk's config enables.  Use it for every
+    bound on a guest of this kernel (KUnit run, cluster boot_timeout,
+    command timeouts) rather than a number fixed per variant."""
+    config = kernel_config(kk)
+    factor = 1.0
+    for options, slower in SLOWDOWN:
+        if any(config.get(o) == "y" for o in options):
+            factor *= slower
+    return int(math.ceil(base * factor))
+
+
+def suite_names(src=None):
+    """Names of the KUnit suites our sources define: the `.name = "..."`
+    of every `struct kunit_suite X = {...}` in kunit/*_kunit.c (src).
+    The runner expects exactly these, so a new suite is expected as soon
+    as its file exists, with no list to update."""
+    src = Path(src) if src is not None else REPO / "kunit"
+    names = set()
+    for path in sorted(src.glob("*_kunit.c")):
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", path.read_text(),
+                      flags=re.S)
+        for m in re.finditer(r"\bstruct\s+kunit_suite\s+(\w+)\s*=\s*\{"
+                             r"(.*?)\n\s*\}\s*;", text, re.S):
+            name = re.search(r"\.name\s*=\s*\"([^\"]+)\"", m.group(2))
+            if not name:
+                raise HarnessError(
+                    f"{path.name}: struct kunit_suite {m.group(1)} has no "
+                    "literal .name = \"...\"",
+                    "give the suite a string-literal name: the harness "
+                    "reads it to know which suites must run")
+            names.add(name.group(1))
+    return names
+
+
 # ------------------------------------------------------------------ guest run
 
 INIT = """#!/bin/sh
@@ -294,8 +353,11 @@ for m in {modules}; do
     fi
 done
 if [ -e /sys/kernel/debug/kmemleak ]; then
-    # debug variant: one explicit scan (auto scan is off); objects must be
-    # older than 5 s to be reported.
+    # debug variant (auto scan off): kmemleak reports an object only when
+    # it is older than 5 s and its checksum was stable across two scans,
+    # so one scan finds nothing new by design: scan, wait, scan again.
+    sleep 6
+    echo scan > /sys/kernel/debug/kmemleak
     sleep 6
     echo scan > /sys/kernel/debug/kmemleak
     cat /sys/kernel/debug/kmemleak
@@ -365,23 +427,23 @@ CMDLINE = "console=ttyS0 panic=-1 oops=panic kunit.enable=1"
 
 def _boot(kk, initrd, console, timeout, append):
     """Boot under TCG; return True when QEMU had to be killed (timeout).
-    QEMU never outlives this call."""
+    QEMU never outlives this call, however it ends (timeout, exception,
+    Ctrl-C, SIGTERM), nor the harness (common.spawn)."""
     qemu = require_tool("qemu-system-x86_64", "qemu-system-x86")
     cmd = [qemu, "-accel", "tcg", "-m", "1024", "-smp", "1", "-no-reboot",
            "-display", "none", "-nodefaults",   # nodefaults: no NIC at all
            "-serial", f"file:{console}", "-monitor", "none",
            "-kernel", str(kk.bzimage), "-initrd", str(initrd),
            "-append", f"{CMDLINE} {append}".strip()]
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+    p = spawn(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+              stderr=subprocess.STDOUT)
     try:
         out, _ = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         log(f"KUnit guest still running after {timeout}s: killed")
         return True
     finally:
-        _killpg(p)
+        reap(p)
     if p.returncode != 0:
         raise HarnessError(f"QEMU failed (exit {p.returncode}): "
                            f"{out.decode(errors='replace')[-2000:]}")
@@ -402,9 +464,13 @@ def _insmod_error(text, module, err):
     return "; ".join([err] + seen[:5])
 
 
-def run(kk, modules, workdir, timeout=300, append=""):
+def run(kk, modules, workdir, timeout=None, append=""):
     """Boot kk with `modules` insmod'ed in the given order; return the parsed
-    KUnit result. Raises HarnessError if no KUnit test ran at all."""
+    KUnit result. Raises HarnessError if no KUnit test ran at all.
+    timeout: seconds for the whole guest; default RUN_TIMEOUT scaled for
+    kk's debug options (guest_timeout)."""
+    if timeout is None:
+        timeout = guest_timeout(kk, RUN_TIMEOUT)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     initrd, names = _initramfs(modules, workdir)
@@ -422,7 +488,8 @@ def run(kk, modules, workdir, timeout=300, append=""):
             insmod_failures.append((m.group(2), _insmod_error(
                 text, m.group(2), (m.group(3) or "").strip())))
     completed = f"{MARK} init done" in text
-    cases = ktap.parse(text)
+    report = ktap.report(text)
+    cases = list(report.cases)
     ran = len(cases)        # KTAP entries (a crash-truncated suite counts)
     for mod, err in insmod_failures:
         log(f"insmod {mod} FAILED: {err}")
@@ -450,7 +517,7 @@ def run(kk, modules, workdir, timeout=300, append=""):
                            "read the console log; check the modules were "
                            f"built with make -C {kk.build} M=<dir>")
     res = KunitResult(cases, console, scan(console), insmod_failures,
-                      completed, timed_out)
+                      completed, timed_out, report)
     for s, c, st in cases:
         if st not in ("pass", "skip"):
             log(f"  {st.upper()}: {s}.{c}")
@@ -469,7 +536,9 @@ def main(argv=None):
     b.add_argument("--variant", default="default", choices=list(VARIANTS))
     r = sub.add_parser("run", help="boot the KUnit kernel with modules")
     r.add_argument("--variant", default="default", choices=list(VARIANTS))
-    r.add_argument("--timeout", type=int, default=300)
+    r.add_argument("--timeout", type=int, default=None,
+                   help=f"guest seconds (default {RUN_TIMEOUT}, scaled for "
+                   "the variant's debug options)")
     r.add_argument("--append", default="")
     r.add_argument("--workdir", type=Path, default=None)
     r.add_argument("modules", nargs="+", type=Path)

@@ -1,10 +1,16 @@
-"""Test outcomes collected across suites, and the closing summary line."""
+"""Test outcomes collected across suites, and the closing summary line.
+
+A skip is neither a pass nor a failure: it is counted and listed with its
+reason, so a run that silently tests less shows it in its last line,
+"N passed, N failed, N skipped".
+"""
 import time
 
 
 class Results:
     def __init__(self):
         self.cases = []          # (suite, name, ok, detail)
+        self.skips = []          # (suite, name, why)
         self.timings = []        # (suite, seconds)
 
     def add(self, suite, name, ok, detail=""):
@@ -18,6 +24,11 @@ class Results:
             line += f"  ({detail})"
         print(line, flush=True)
 
+    def skip(self, suite, name, why):
+        """A case that did not run, for a reason the suite accepts."""
+        self.skips.append((suite, name, str(why)))
+        print(f"  [SKIP] {suite}: {name} ({why})", flush=True)
+
     def check(self, suite, name, cond, detail=""):
         self.add(suite, name, cond, detail)
         return cond
@@ -30,6 +41,10 @@ class Results:
     def failed(self):
         return sum(1 for c in self.cases if not c[2])
 
+    @property
+    def skipped(self):
+        return len(self.skips)
+
     def timed(self, suite):
         return _Timer(self, suite)
 
@@ -38,10 +53,14 @@ class Results:
         for suite, secs in self.timings:
             lines.append(f"  {suite:<20} {secs:7.1f}s")
         fails = [c for c in self.cases if not c[2]]
+        if self.skips:
+            lines.append("skipped:")
+            lines += [f"  {s}: {n} ({why})" for s, n, why in self.skips]
         if fails:
             lines.append("failed:")
             lines += [f"  {s}: {n}" for s, n, _, _ in fails]
-        lines.append(f"{self.passed} passed, {self.failed} failed")
+        lines.append(f"{self.passed} passed, {self.failed} failed, "
+                     f"{self.skipped} skipped")
         return "\n".join(lines)
 
 

@@ -1,28 +1,45 @@
 """Bad input to the harness: a clear error naming cause and fix, a bounded
-wait, and no QEMU process left behind.
+wait, and no QEMU process left behind; and the harness's own plumbing
+(child processes, tools, timeouts, results).
 
 Only the two never-boots tests start QEMU (about 10 s together); the rest
-fail before any guest starts.  Run: python3 -m unittest
-testbed.selftest.test_harness"""
+fail before any guest starts, or use a stand-in script for QEMU.  Run:
+python3 -m unittest testbed.selftest.test_harness"""
+import ast
+import io
 import os
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import types
 import unittest
+from contextlib import redirect_stdout
 from pathlib import Path
 from unittest import mock
 
-from testbed import console, kernels
+from testbed import common, deps, kernels, kunit
 from testbed.cluster import Cluster, ConsoleError
-from testbed.common import HarnessError, build_dir, require_tool
+from testbed.common import REPO, HarnessError, build_dir, require_tool
+from testbed.results import Results
 
 
 def qemu_procs(workdir):
-    p = subprocess.run(["pgrep", "-f", f"qemu-system-x86_64.*{workdir}"],
+    pgrep = require_tool("pgrep", "procps")
+    p = subprocess.run([pgrep, "-f", f"qemu-system-x86_64.*{workdir}"],
                        stdout=subprocess.PIPE, text=True)
     return p.stdout.split()
+
+
+def alive(pid):
+    """True while pid runs (a zombie nobody reaped counts as dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 class HarnessBadInput(unittest.TestCase):
@@ -55,9 +72,9 @@ class HarnessBadInput(unittest.TestCase):
 
     def test_missing_vde_switch(self):
         """More than two nodes need vde2; QEMU alone is not enough."""
+        qemu = require_tool("qemu-system-x86_64", "qemu-system-x86")
         with tempfile.TemporaryDirectory() as bindir, \
                 mock.patch.dict(os.environ, {"PATH": bindir}):
-            qemu = "/usr/bin/qemu-system-x86_64"
             os.symlink(qemu, Path(bindir) / "qemu-system-x86_64")
             wd = self.workdir("novde")
             with self.assertRaises(HarnessError) as cm:
@@ -125,23 +142,230 @@ class ConsoleScan(unittest.TestCase):
             with self.assertRaises(ConsoleError) as cm:
                 c.__exit__(None, None, None)
             self.assertIn("kverbs/cq.c:42", str(cm.exception))
+    # The scanner itself: testbed/selftest/test_console.py.
 
-    def test_reports_flagged(self):
-        text = ("[    1.0] ok\n"
-                "[    2.0] WARNING: CPU: 0 PID: 1 at kverbs/ep.c:10 f+0x1/0x2\n"
-                "[    3.0] BUG: KASAN: slab-use-after-free in x\n"
-                "[    4.0] INFO: task kworker/0:1:12 blocked for more than "
-                "120 seconds.\n"
-                "[    5.0] WARNING: possible circular locking dependency "
-                "detected\n")
-        kinds = [f.kind for f in console.scan_text(text)]
-        self.assertEqual(kinds, ["WARNING", "BUG", "hung task", "lockdep"])
 
-    def test_clean_boot_not_flagged(self):
-        text = ("[    0.1] Lock dependency validator: Copyright (c) 2006\n"
-                "[    0.2] rcu: RCU lockdep checking is enabled.\n"
-                "[    0.3] kverbs: device rxe0 added\n")
-        self.assertEqual(console.scan_text(text), [])
+FAKE_QEMU = """#!/bin/sh
+# Stands in for QEMU: a guest that never finishes, with a child of its own.
+sleep 300 &
+echo "$$ $!" > "{pids}.tmp" && mv "{pids}.tmp" "{pids}"
+wait
+"""
+
+
+class GuestProcesses(unittest.TestCase):
+    """The KUnit guest (kunit._boot) is killed, with its whole process
+    group, on every way out; a stand-in script plays QEMU."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        d = Path(self.tmp.name)
+        self.pids = d / "pids"
+        fake = d / "bin" / "qemu-system-x86_64"
+        fake.parent.mkdir()
+        fake.write_text(FAKE_QEMU.format(pids=self.pids))
+        fake.chmod(0o755)
+        path = f"{fake.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        self.env = mock.patch.dict(os.environ, {"PATH": path})
+        self.env.start()
+        self.kk = kunit.KunitKernel("default", d, d / "bzImage", "6.1")
+
+    def tearDown(self):
+        self.env.stop()
+        if self.pids.exists():      # never leave the stand-in running
+            for pid in map(int, self.pids.read_text().split()):
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+        self.tmp.cleanup()
+
+    def wait_pids(self):
+        deadline = time.monotonic() + 10
+        while not self.pids.exists():
+            self.assertLess(time.monotonic(), deadline, "stand-in never ran")
+            time.sleep(0.05)
+        return [int(p) for p in self.pids.read_text().split()]
+
+    def assert_gone(self, pids):
+        deadline = time.monotonic() + 5
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([p for p in pids if alive(p)], [])
+        self.assertEqual(common._LIVE, set())
+
+    def boot(self, timeout):
+        d = Path(self.tmp.name)
+        with redirect_stdout(io.StringIO()):
+            return kunit._boot(self.kk, d / "initrd", d / "console.log",
+                               timeout, "")
+
+    def test_timeout_kills_group(self):
+        self.assertTrue(self.boot(1))
+        self.assert_gone(self.wait_pids())
+
+    def test_interrupt_kills_group(self):
+        def interrupted(proc, *a, **kw):
+            self.wait_pids()            # the guest is up, then Ctrl-C
+            raise KeyboardInterrupt
+
+        with mock.patch.object(subprocess.Popen, "communicate",
+                               interrupted):
+            with self.assertRaises(KeyboardInterrupt):
+                self.boot(60)
+        self.assert_gone(self.wait_pids())
+
+    def test_killed_harness_takes_child_along(self):
+        """pdeathsig: a SIGKILLed harness (no finally, no atexit) still
+        leaves no child behind."""
+        code = ("import sys, time; sys.path.insert(0, sys.argv[1]); "
+                "from testbed import common; "
+                "p = common.spawn(['sleep', '60']); "
+                "print(p.pid, flush=True); time.sleep(60)")
+        harness = subprocess.Popen([sys.executable, "-c", code, str(REPO)],
+                                   stdout=subprocess.PIPE, text=True)
+        child = None
+        try:
+            child = int(harness.stdout.readline())
+            self.assertTrue(alive(child))
+            harness.kill()
+            harness.wait(10)
+            self.assert_gone([child])
+        finally:
+            harness.kill()
+            harness.wait(10)
+            harness.stdout.close()
+            if child and alive(child):
+                os.kill(child, signal.SIGKILL)
+
+
+class ToolsDeclared(unittest.TestCase):
+    """Every tool the harness runs is found through require_tool, whose
+    package `./kvlab setup` installs: none is assumed present."""
+    WATCHED = {"setpriv": "util-linux", "pgrep": "procps",
+               "qemu-system-x86_64": "qemu-system-x86"}
+
+    def calls(self, paths):
+        """(file, tool, package) of every require_tool call, and every
+        other string constant naming a watched tool."""
+        calls, stray = [], []
+        for path in paths:
+            tree = ast.parse(path.read_text(), str(path))
+            inside = set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(
+                        node.func, "id", getattr(node.func, "attr", "")) \
+                        == "require_tool":
+                    args = [a.value if isinstance(a, ast.Constant) else None
+                            for a in node.args]
+                    calls.append((path.name, *args[:2]))
+                    inside.update(id(a) for a in node.args)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and \
+                        node.value in self.WATCHED and id(node) not in inside:
+                    stray.append(f"{path.name}:{node.lineno}: {node.value}")
+        return calls, stray
+
+    def test_packages_installed_by_setup(self):
+        code = sorted((REPO / "testbed").glob("*.py"))
+        tests = sorted((REPO / "testbed" / "selftest").glob("*.py"))
+        calls, stray = self.calls(code)
+        # Test files may name a tool otherwise (e.g. a stand-in's name).
+        calls += self.calls(tests)[0]
+        self.assertEqual(stray, [], "run these through require_tool")
+        for f, tool, pkg in calls:
+            if tool is None:        # require_tool(name, pkg) passing through
+                continue
+            self.assertIn(pkg, deps.PACKAGES, f"{f}: {tool}")
+        used = {(t, p) for _f, t, p in calls}
+        for tool, pkg in self.WATCHED.items():
+            self.assertIn((tool, pkg), used)
+
+
+class GuestTimeout(unittest.TestCase):
+    def kk(self, variant, config=None):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        d = Path(tmp.name)
+        if config is not None:
+            (d / ".config").write_text(config)
+        return kunit.KunitKernel(variant, d, d / "bzImage", "6.1")
+
+    def test_default_kernel_keeps_base(self):
+        kk = self.kk("default", "CONFIG_KUNIT=y\n# CONFIG_KASAN is not set\n")
+        self.assertEqual(kunit.guest_timeout(kk, 300), 300)
+
+    def test_each_option_scales(self):
+        self.assertEqual(kunit.guest_timeout(
+            self.kk("debug", "CONFIG_KASAN=y\n"), 100), 200)
+        self.assertEqual(kunit.guest_timeout(
+            self.kk("debug", "CONFIG_LOCKDEP=y\n"), 100), 150)
+        self.assertEqual(kunit.guest_timeout(
+            self.kk("debug", "CONFIG_DEBUG_KMEMLEAK=y\n"), 1), 2)
+
+    def test_built_debug_config(self):
+        config = ("CONFIG_KASAN=y\nCONFIG_KASAN_GENERIC=y\n"
+                  "CONFIG_PROVE_LOCKING=y\nCONFIG_LOCKDEP=y\n"
+                  "CONFIG_DEBUG_KMEMLEAK=y\n")
+        self.assertEqual(kunit.guest_timeout(self.kk("debug", config), 300),
+                         1125)
+
+    def test_unbuilt_kernel_uses_variant_fragments(self):
+        base = kunit.guest_timeout(self.kk("default"), 300)
+        debug = kunit.guest_timeout(self.kk("debug"), 300)
+        self.assertEqual(base, 300)
+        self.assertGreaterEqual(debug, 3 * base)
+
+
+class SuiteNames(unittest.TestCase):
+    def test_reads_suite_definitions_only(self):
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "a_kunit.c").write_text(
+                'static const struct c cases[] = {\n'
+                '\t{ .name = "param", .x = 1 },\n};\n'
+                '/* static struct kunit_suite old = { .name = "gone" }; */\n'
+                'static struct kunit_suite a_suite = {\n'
+                '\t.name = "alpha",\n\t.test_cases = a_cases,\n};\n'
+                'static struct kunit_suite b_suite = {\n'
+                '\t.test_cases = b_cases,\n\t.name = "beta",\n};\n'
+                'kunit_test_suites(&a_suite, &b_suite);\n')
+            (d / "helper.c").write_text(
+                'static struct kunit_suite h = {\n\t.name = "nope",\n};\n')
+            self.assertEqual(kunit.suite_names(d), {"alpha", "beta"})
+            (d / "c_kunit.c").write_text(
+                'static struct kunit_suite c = {\n\t.name = NAME,\n};\n')
+            with self.assertRaises(HarnessError) as cm:
+                kunit.suite_names(d)
+            self.assertIn("c_kunit.c", str(cm.exception))
+
+    def test_our_sources(self):
+        names = kunit.suite_names()
+        self.assertTrue(names)
+        for n in names:
+            self.assertRegex(n, r"^[a-z][a-z0-9_]*$")
+
+
+class ResultsSkips(unittest.TestCase):
+    def test_skip_counted_and_listed(self):
+        res = Results()
+        out = io.StringIO()
+        with redirect_stdout(out):
+            res.add("s", "a", True)
+            res.add("s", "b", False, "boom")
+            res.skip("kunit", "kvmsg.x", "no device")
+        self.assertIn("  [SKIP] kunit: kvmsg.x (no device)", out.getvalue())
+        self.assertEqual((res.passed, res.failed, res.skipped), (1, 1, 1))
+        lines = res.summary().splitlines()
+        self.assertEqual(lines[-1], "1 passed, 1 failed, 1 skipped")
+        self.assertIn("skipped:", lines)
+        self.assertIn("  kunit: kvmsg.x (no device)", lines)
+
+    def test_no_skips(self):
+        res = Results()
+        with redirect_stdout(io.StringIO()):
+            res.add("s", "a", True)
+        self.assertEqual(res.summary().splitlines()[-1],
+                         "1 passed, 0 failed, 0 skipped")
+        self.assertNotIn("skipped:", res.summary())
 
 
 if __name__ == "__main__":

@@ -152,10 +152,6 @@ class KtapTest(unittest.TestCase):
         self.assertEqual(ktap.parse("KTAP version 1\n1..0\n"), [])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class ExportPrefixes(unittest.TestCase):
     """The style suite's export check flags a squatted prefix (the planted
     fault: the old kmsg_ names against printk's kmsg_dump_*)."""
@@ -197,3 +193,116 @@ class LayerCheck(unittest.TestCase):
             self.assertIn("ep.c:2", bad[0])
         from testbed.common import REPO
         self.assertEqual(layer_violations(REPO), [])
+
+
+def suite(name, results, plan=None, indent="    "):
+    """A module-loaded suite as 6.1 prints it: `results` are
+    (case, "ok"/"not ok"/"skip") lines, `plan` defaults to their number."""
+    plan = len(results) if plan is None else plan
+    lines = [f"{indent}KTAP version 1", f"{indent}# Subtest: {name}",
+             f"{indent}1..{plan}"]
+    for i, (case, word) in enumerate(results, 1):
+        if word == "skip":
+            lines.append(f"{indent}ok {i} {case} # SKIP no device")
+        else:
+            lines.append(f"{indent}{word} {i} {case}")
+    lines.append(f"ok 1 {name}")
+    return "\n".join(f"[    1.{i:06d}] {l}" for i, l in enumerate(lines)) \
+        + "\n"
+
+
+COMPLETE = suite("alpha", [("a1", "ok"), ("a2", "ok"), ("a3", "ok")]) + \
+    suite("beta", [("b1", "ok")])
+
+
+class Plans(unittest.TestCase):
+    def test_plans_and_results(self):
+        r = ktap.report(MODULE_LOAD)
+        self.assertEqual(r.suites, {"kverbs_domain": ktap.Plan(3, 3),
+                                    "kverbs_cm": ktap.Plan(1, 1)})
+        self.assertEqual(r.reasons,
+                         {("kverbs_domain", "domain_lookup"): "no rxe device"})
+
+    def test_parameterised_case_counts_once(self):
+        self.assertEqual(ktap.report(PARAMS).suites,
+                         {"wire": ktap.Plan(2, 2)})
+        self.assertEqual(ktap.report(NEWER).suites, {"ex": ktap.Plan(2, 2)})
+
+    def test_crash_leaves_plan_short(self):
+        self.assertEqual(ktap.report(CRASH).suites,
+                         {"kverbs_qp": ktap.Plan(3, 1)})
+
+
+class Verify(unittest.TestCase):
+    EXPECTED = {"alpha", "beta"}
+
+    def kinds(self, source, expected=None, skippable=()):
+        return [p.kind for p in ktap.verify(
+            source, self.EXPECTED if expected is None else expected,
+            skippable)]
+
+    def test_complete_run(self):
+        self.assertEqual(ktap.verify(COMPLETE, self.EXPECTED, ()), [])
+
+    def test_missing_suite(self):
+        text = suite("alpha", [("a1", "ok")])
+        problems = ktap.verify(text, self.EXPECTED, ())
+        self.assertEqual([(p.kind, p.name) for p in problems],
+                         [("missing suite", "beta")])
+
+    def test_missing_case(self):
+        text = suite("alpha", [("a1", "ok"), ("a2", "ok")], plan=3) + \
+            suite("beta", [("b1", "ok")])
+        problems = ktap.verify(text, self.EXPECTED, ())
+        self.assertEqual([(p.kind, p.name) for p in problems],
+                         [("missing cases", "alpha")])
+        self.assertIn("2 of 3", str(problems[0]))
+
+    def test_no_plan_and_extra_results(self):
+        text = COMPLETE.replace("1..3", "noise").replace("1..1", "1..0")
+        self.assertEqual(self.kinds(text), ["no plan", "extra results"])
+
+    def test_undeclared_skip(self):
+        text = suite("alpha", [("a1", "ok"), ("a2", "skip"), ("a3", "ok")]) \
+            + suite("beta", [("b1", "ok")])
+        problems = ktap.verify(text, self.EXPECTED, ())
+        self.assertEqual([(p.kind, p.name) for p in problems],
+                         [("undeclared skip", "alpha.a2")])
+        self.assertEqual(ktap.verify(text, self.EXPECTED, {"alpha.a2"}), [])
+        self.assertEqual(ktap.verify(text, self.EXPECTED, {"alpha.*"}), [])
+        self.assertEqual(self.kinds(text, skippable={"beta.*"}),
+                         ["undeclared skip"])
+
+    def test_declared_parameterised_skip(self):
+        cases = [("s", "p/x", "skip"), ("s", "q", "pass")]
+        self.assertEqual(ktap.verify(cases, {"s"}, {"s.p"}), [])
+        self.assertEqual(ktap.skip_declared("s", "p/x", {"s.p/*"}), "s.p/*")
+        self.assertIsNone(ktap.skip_declared("s", "p/x", {"s.q"}))
+
+    def test_all_skip(self):
+        text = suite("alpha", [("a1", "skip")]) + \
+            suite("beta", [("b1", "skip")])
+        self.assertEqual(self.kinds(text, skippable={"*"}), ["nothing ran"])
+        self.assertEqual(self.kinds(text),
+                         ["undeclared skip", "undeclared skip",
+                          "nothing ran"])
+
+    def test_zero_cases(self):
+        self.assertEqual(self.kinds("no ktap here\n", expected=set()),
+                         ["nothing ran"])
+        self.assertEqual(self.kinds("KTAP version 1\n1..0\n"),
+                         ["missing suite", "missing suite", "nothing ran"])
+
+    def test_crashed_run(self):
+        self.assertEqual(self.kinds(CRASH, expected={"kverbs_qp"}),
+                         ["missing cases"])
+
+    def test_cases_only(self):
+        """A bare case list has no plans: only what it can show."""
+        cases = ktap.parse(COMPLETE)
+        self.assertEqual(ktap.verify(cases, self.EXPECTED, ()), [])
+        self.assertEqual(self.kinds(cases[:1]), ["missing suite"])
+
+
+if __name__ == "__main__":
+    unittest.main()
