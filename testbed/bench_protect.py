@@ -11,9 +11,10 @@ build/bench/protect.json and protect.svg.
 """
 import json
 import math
-import re
+import statistics
 
-from .common import HarnessError, Phase, build_dir
+from .benchmethod import fmt, rotated, spread
+from .common import HarnessError, Phase, build_dir, log
 
 SIZES = [1, 16, 32, 256, 1024]
 PAPER = ("Liss et al. measured a single page in about half the time of "
@@ -76,7 +77,9 @@ def main(args):
     from . import deps, kernels, suites
     from .cluster import Cluster
     from .suite_kvmem import overlay_for
-    reps = 20 if args.quick else 200
+    rounds = 1 if args.quick else 5
+    reps = 20 if args.quick else 40          # per round
+    warmup = 1
     deps.ensure()
     k = kernels.resolve(args.kernel)
     workdir = build_dir() / "bench" / "protect-guests"
@@ -85,26 +88,51 @@ def main(args):
         overlay = overlay_for(k, workdir, (
             "tools/kvmem/kvbench-protect",
             "tools/bench/kvbench-protect-baseline"))
+    tools = [("kvmem", "kvbench-protect"),
+             ("baseline", "kvbench-protect-baseline")]
+    docs = {"kvmem": [], "baseline": []}      # one JSON doc per round
     with Phase("boot 2 guests"), Cluster(k, nodes=2, workdir=workdir,
                                          overlay=overlay, smp=2) as c:
         n = c.nodes[0]
         n.run_checked("insmod /kvlab/modules/kvmem.ko", timeout=60)
-        r = n.run(f"/kvlab/bin/kvbench-protect --reps {reps} --json "
-                  "/tmp/kvmem.json && cat /tmp/kvmem.json", timeout=1800)
-        if r.rc:
-            raise HarnessError("kvbench-protect failed", r.out[-2000:])
-        kvmem_doc = json.loads(r.out[r.out.index("{\n"):])
-        r = n.run(f"/kvlab/bin/kvbench-protect-baseline --reps {reps} "
-                  "--json /tmp/base.json >/dev/null && cat /tmp/base.json",
-                  timeout=1800)
-        if r.rc:
-            raise HarnessError("kvbench-protect-baseline failed",
-                               r.out[-2000:])
-        base_doc = json.loads(r.out[r.out.index("{"):])
+        for rnd in range(warmup + rounds):
+            for name, tool in rotated(tools, rnd):
+                r = n.run(f"/kvlab/bin/{tool} --reps {reps} --json "
+                          f"/tmp/{name}.json >/dev/null && "
+                          f"cat /tmp/{name}.json", timeout=1800)
+                if r.rc:
+                    raise HarnessError(f"{tool} failed", r.out[-2000:])
+                if rnd >= warmup:
+                    docs[name].append(json.loads(r.out[r.out.index("{"):]))
+            log(f"round {rnd + 1 - warmup}/{rounds}" if rnd >= warmup
+                else "warm-up round done")
         n.run("rmmod kvmem", timeout=60)
 
-    s = _series(kvmem_doc)
-    s.update(_series(base_doc))
+    rounds_s = [{**_series(a), **_series(b)}
+                for a, b in zip(docs["kvmem"], docs["baseline"])]
+    # The reported series: per point, the median over rounds of the
+    # round's median (and of its p99).
+    s = {}
+    for key in {k_ for rs in rounds_s for k_ in rs}:
+        for pages in SIZES:
+            pts = [rs[key][pages] for rs in rounds_s
+                   if pages in rs.get(key, {})]
+            if pts:
+                s.setdefault(key, {})[pages] = (
+                    statistics.median(m for m, _ in pts),
+                    statistics.median(p for _, p in pts))
+    kvmem_doc = {"series": [row for d in docs["kvmem"]
+                            for row in d["series"]]}
+    base_doc = {"series": [row for d in docs["baseline"]
+                           for row in d["series"]]}
+
+    def round_speedups(base, n=32, ours="kvmem_ioctl"):
+        out = []
+        for rs in rounds_s:
+            a = rs.get((base, "scattered", "revoke"), {}).get(n)
+            b = rs.get((ours, "scattered", "revoke"), {}).get(n)
+            out.append(a[0] / b[0] if a and b else None)
+        return spread(out)
     rev = {f"{m}" + ("" if sel == "scattered" else f" ({sel})"): v
            for (m, sel, op), v in s.items() if op == "revoke"}
 
@@ -113,12 +141,19 @@ def main(args):
         return v[0] if v else None
 
     def speedup(base, n=32):
-        a, b = med(base, n), med("kvmem_ioctl", n)
-        return round(a / b, 2) if a and b else None
+        return round_speedups(base, n)["median"]
 
     uffd = speedup("uffd_wp_per_page")
     data = {
-        "kernel": k.abi, "reps": reps, "guest_vcpus": 2,
+        "kernel": k.abi, "reps_per_round": reps, "rounds": rounds,
+        "warmup_rounds": warmup, "guest_vcpus": 2,
+        "method": "testbed/benchmethod.py: warm-up not counted, kvmem and "
+                  "baselines alternate with the order rotated per round, "
+                  "speedups per round (median, min-max); series points are "
+                  "medians over rounds",
+        "speedup_spread_at_32_pages": {
+            "vs_mprotect_per_page": round_speedups("mprotect_per_page"),
+            "vs_uffd_wp_per_page": round_speedups("uffd_wp_per_page")},
         "note": "TCG guest: compare ratios only.  revoke = remove write "
                 "access, grant = give it back.  kvmem grants lazily; "
                 "kvmem_refault is the write after a grant that mprotect does "
@@ -150,7 +185,8 @@ def main(args):
     _svg(rev, out / "protect.svg")
 
     print(f"\nProtection change of N scattered pages, {k.abi} guest, 2 "
-          f"vCPUs, {reps} reps, median us (TCG: ratios only)")
+          f"vCPUs, {rounds} rounds x {reps} reps (+{warmup} warm-up), "
+          "median us (TCG: ratios only)")
     methods = ["kvmem_ioctl", "kvmem_kernel", "mprotect_per_page",
                "mprotect_per_range", "uffd_wp_per_page"]
     print(f"  {'method':22}{'op':8}" + "".join(f"{n:>10}" for n in SIZES))
@@ -172,6 +208,10 @@ def main(args):
           f"page (goal >= 20: {verdict((sp['vs_mprotect_per_page'] or 0) >= 20)}), "
           f"{sp['vs_uffd_wp_per_page']}x vs uffd-wp per page (goal >= 2: "
           f"{verdict((sp['vs_uffd_wp_per_page'] or 0) >= 2)})")
+    sps = data["speedup_spread_at_32_pages"]
+    print(f"  per-round spread at 32 pages: vs mprotect per page "
+          f"{fmt(sps['vs_mprotect_per_page'])}, vs uffd-wp per page "
+          f"{fmt(sps['vs_uffd_wp_per_page'])}")
     print(f"  single page: kvmem / mprotect = {one} (goal <= 0.5: "
           f"{verdict(one is not None and one <= 0.5)})")
     print(f"\nwrote {out / 'protect.json'} and {out / 'protect.svg'}")

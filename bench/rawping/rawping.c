@@ -4,22 +4,47 @@
  * ib_core and rdma_cm with no kverbs code at all, so it is the limit of
  * this link for a kernel ULP.
  *
- *   insmod rawping.ko [port=18517]                        # echo server
+ *   insmod rawping.ko [port=18517] [inline_send=1]        # echo server
  *   insmod rawping.ko server=IP count=N size=S outstanding=O
+ *                     [check=0] [inline_send=1]
+ *
+ * @size is the bytes each message puts on the wire (16..4096; the RTT
+ * benchmark passes 80, kping's 64 B message plus the 16 B kvmsg header
+ * that kping sends with it).  The client tells the server @size in the
+ * connection's private data; the server answers with its inline capacity.
  *
  * Both sides pre-post their receives; the CQ runs in softirq
  * (IB_POLL_SOFTIRQ); the server echoes from its receive completion and the
- * client sends the next ping from its reply's completion.  Every send is
- * signaled and a send slot is reused only after its completion.  The client
- * checks each reply's sequence number and payload, and logs one line:
+ * client sends the next ping from its reply's completion, after reposting
+ * the receive.  t0 is taken after the payload is written, just before
+ * ib_post_send(), as kping does.
  *
- *   rawping: result count=N size=S outstanding=O median_ns=X p99_ns=Y msgs_per_s=Z
+ * Signaling: as kverbs' send queue ledger, one send in RAWPING_SIGNAL_EVERY
+ * is signaled.  Send slots are a ring; the completion of a signaled send
+ * frees its slot and every slot posted before it (an RC send queue
+ * completes in order).  When the ring is full, the next ping (client) or
+ * echo (server) waits for that completion and is posted from it.
+ *
+ * Inline: with inline_send=1 each side asks its QP for @size bytes of
+ * inline data and posts IB_SEND_INLINE when the QP granted that much (the
+ * server then sends straight from the receive buffer, with no copy).  The
+ * result says inline=1 only when both sides sent inline.
+ *
+ * check=1 fills a payload pattern and verifies every byte of every reply;
+ * check=0 writes and verifies only the sequence number and the length, so
+ * the benchmark pays no payload check here or in kping.  Any error
+ * completion or bad reply ends the run with an error, once.  The client
+ * logs one line (here wrapped):
+ *
+ *   rawping: result count=N size=S outstanding=O median_ns=X p99_ns=Y
+ *            msgs_per_s=Z inline=0|1 signal_every=16 check=0|1
  *
  * Benchmark code, not a library: one connection per client, a handful on
  * the server, fixed sizes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/build_bug.h>
 #include <linux/completion.h>
 #include <linux/inet.h>
 #include <linux/ktime.h>
@@ -41,19 +66,69 @@ module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "round trips (client)");
 static uint size = 64;
 module_param(size, uint, 0444);
-MODULE_PARM_DESC(size, "message bytes, 16..4096 (client)");
+MODULE_PARM_DESC(size, "bytes on the wire per message, 16..4096 (client)");
 static uint outstanding = 1;
 module_param(outstanding, uint, 0444);
 MODULE_PARM_DESC(outstanding, "pings in flight, 1..64 (client)");
+static uint check = 1;
+module_param(check, uint, 0444);
+MODULE_PARM_DESC(check, "1: fill and verify the payload; 0: sequence number and length only (client)");
+static bool inline_send;
+module_param(inline_send, bool, 0444);
+MODULE_PARM_DESC(inline_send, "post sends IB_SEND_INLINE when the QP takes the message inline");
 
-#define RAWPING_SLOTS	64	/* receive and send slots per connection */
+#define RAWPING_SLOTS	64	/* receive slots; the most pings in flight */
+#define RAWPING_SIGNAL_EVERY	(RAWPING_SLOTS / 4)
+#define RAWPING_TX_SLOTS	(RAWPING_SLOTS + RAWPING_SIGNAL_EVERY)
 #define RAWPING_MAX	4096
 #define RAWPING_MAX_CONN	8
 
 /*
- * One connection.  Slot i of @tx is free while @tx_busy bit i is clear.
- * @lock (bh) orders the client task filling the window with the reply
- * handler sending the next ping; completions of one CQ run one at a time.
+ * Queue budget, per connection:
+ *
+ * Send queue, max_send_wr = RAWPING_TX_SLOTS + 1 = 81:
+ *   1. 80 sends, one per send slot.  A send is posted only into a free
+ *      slot, and a slot is freed only when a signaled send at or after it
+ *      completed; the provider retired those SQ entries before it handed
+ *      us that completion, so busy slots cover every SQ entry in use,
+ *      unsignaled ones included.
+ *   2. 1 for the drain WR of ib_drain_qp() at teardown.
+ * Why 64 + 16 slots: up to 64 sends may be in flight (the client's window,
+ * or the server's echoes of it), plus at most 15 that completed unsignaled
+ * and wait for the next signal.  If the ring still fills (a reply outran
+ * the ack of its ping), the last send in it is signaled (see below), so a
+ * completion is coming and the blocked send is posted from it.
+ *
+ * Receive queue, max_recv_wr = RAWPING_SLOTS + 1 = 65:
+ *   1. 64 receives, one per receive slot: one per ping in flight.
+ *   2. 1 for the drain WR.
+ *
+ * CQ, 146 entries: every WR of either queue completes at most once, a
+ * flush included: 81 + 65.
+ *
+ * Signaling: the send in slot s is signaled iff s % 16 == 15.  The ring
+ * is a multiple of 16 slots and a completion frees up to a signaled slot,
+ * so the oldest busy slot is always a multiple of 16: any 16 busy slots,
+ * and a full ring, hold a signaled send.
+ */
+static_assert(RAWPING_TX_SLOTS % RAWPING_SIGNAL_EVERY == 0);
+
+/*
+ * Connection private data: the client's @size one way, the largest
+ * message the server sends inline (0: none) the other.
+ */
+struct rawping_hello {
+	__be32 size;
+	__be32 inline_max;
+};
+
+/*
+ * One connection.  The @tx_used busy send slots are the ones just before
+ * @tx_next, the next to post (mod RAWPING_TX_SLOTS).  The server queues
+ * received slots in @pend until a send slot is free for their echo.
+ * @lock (bh) orders the client task filling the window with the
+ * completion handlers, which post and reclaim under it; the completions
+ * of one CQ run one at a time.
  */
 struct rawping_conn {
 	spinlock_t lock;		/* see above */
@@ -66,13 +141,22 @@ struct rawping_conn {
 	u64 rx_dma;
 	u64 tx_dma;
 	struct ib_cqe rx_cqe[RAWPING_SLOTS];
-	struct ib_cqe tx_cqe[RAWPING_SLOTS];
-	DECLARE_BITMAP(tx_busy, RAWPING_SLOTS);
+	struct ib_cqe tx_cqe[RAWPING_TX_SLOTS];
+	u32 tx_next;
+	u32 tx_used;
+	u32 msg_len;		/* the messages' size, 0 if unknown */
+	u32 inline_max;		/* longest inline send; 0: no inline */
 	bool is_client;
 	bool established;
-	int error;
+	int error;		/* the first error; set once */
 	struct completion event;	/* CM progress or the end of the run */
+	/* server */
+	u32 pend_head;
+	u32 pend_tail;
+	u8 pend[RAWPING_SLOTS];
+	u32 rx_len[RAWPING_SLOTS];
 	/* client */
+	u32 peer_inline_max;
 	u32 sent;
 	u32 replies;
 	u64 *t0;
@@ -86,6 +170,13 @@ static DEFINE_MUTEX(rawping_lock);	/* rawping_conns */
 static u8 rawping_pattern(u32 seq, u32 i)
 {
 	return seq * 13 + i;
+}
+
+/* The first error ends the run; later ones (the flush behind it) do not. */
+static void rawping_fail(struct rawping_conn *c, int err)
+{
+	if (!cmpxchg(&c->error, 0, err))
+		complete(&c->event);
 }
 
 static int rawping_post_recv(struct rawping_conn *c, int slot)
@@ -104,56 +195,149 @@ static int rawping_post_recv(struct rawping_conn *c, int slot)
 	return ib_post_recv(c->id->qp, &wr, NULL);
 }
 
-/* Post @len bytes from a free send slot: a copy of @src, or ping @seq. */
-static int rawping_send(struct rawping_conn *c, const u8 *src, u32 len,
-			u32 seq)
+/* Give a receive slot back to the device. */
+static int rawping_repost(struct rawping_conn *c, int slot)
 {
-	const struct ib_send_wr *bad;
-	struct ib_send_wr wr = {};
-	struct ib_sge sge;
-	int slot;
-	u8 *p;
-	u32 i;
-
-	slot = find_first_zero_bit(c->tx_busy, RAWPING_SLOTS);
-	if (slot >= RAWPING_SLOTS)
-		return -ENOBUFS;
-	p = c->tx_buf + slot * RAWPING_MAX;
-	if (src) {
-		memcpy(p, src, len);
-	} else {
-		*(__be32 *)p = cpu_to_be32(seq);
-		for (i = 4; i < len; i++)
-			p[i] = rawping_pattern(seq, i);
-	}
-	sge.addr = c->tx_dma + slot * RAWPING_MAX;
-	sge.length = len;
-	sge.lkey = c->pd->local_dma_lkey;
-	ib_dma_sync_single_for_device(c->pd->device, sge.addr, len,
-				      DMA_TO_DEVICE);
-	wr.wr_cqe = &c->tx_cqe[slot];
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	__set_bit(slot, c->tx_busy);
-	return ib_post_send(c->id->qp, &wr, &bad);
+	ib_dma_sync_single_for_device(c->pd->device,
+				      c->rx_dma + slot * RAWPING_MAX,
+				      RAWPING_MAX, DMA_FROM_DEVICE);
+	return rawping_post_recv(c, slot);
 }
 
-static void rawping_fail(struct rawping_conn *c, int err)
+static bool rawping_tx_full(const struct rawping_conn *c)
 {
-	if (!c->error)
-		c->error = err;
-	complete(&c->event);
+	return c->tx_used == RAWPING_TX_SLOTS;
+}
+
+/*
+ * Post @len bytes from the next send slot, which must be free: a copy of
+ * @src (server), or else ping @seq (client), whose t0 goes to *@t0 once
+ * the payload is written.
+ */
+static int rawping_post_send(struct rawping_conn *c, const u8 *src, u32 len,
+			     u32 seq, u64 *t0)
+{
+	u32 slot = c->tx_next;
+	u8 *p = c->tx_buf + slot * RAWPING_MAX;
+	bool inl = len <= c->inline_max;
+	struct ib_sge sge = {
+		.length = len,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &c->tx_cqe[slot],
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IB_WR_SEND,
+	};
+	u32 i;
+	int ret;
+
+	lockdep_assert_held(&c->lock);
+	if (src && inl) {
+		/* ib_post_send() copies inline data: no slot copy needed */
+		sge.addr = (uintptr_t)src;
+	} else {
+		if (src) {
+			memcpy(p, src, len);
+		} else {
+			*(__be32 *)p = cpu_to_be32(seq);
+			for (i = 4; check && i < len; i++)
+				p[i] = rawping_pattern(seq, i);
+			*t0 = ktime_get_ns();	/* where kping takes it */
+		}
+		if (inl) {
+			/* the CPU reads inline data, at its kernel address */
+			sge.addr = (uintptr_t)p;
+		} else {
+			sge.addr = c->tx_dma + slot * RAWPING_MAX;
+			ib_dma_sync_single_for_device(c->pd->device, sge.addr,
+						      len, DMA_TO_DEVICE);
+		}
+	}
+	if (inl)
+		wr.send_flags |= IB_SEND_INLINE;
+	if (slot % RAWPING_SIGNAL_EVERY == RAWPING_SIGNAL_EVERY - 1)
+		wr.send_flags |= IB_SEND_SIGNALED;
+	ret = ib_post_send(c->id->qp, &wr, NULL);
+	if (ret)
+		return ret;
+	c->tx_next = (slot + 1) % RAWPING_TX_SLOTS;
+	c->tx_used++;
+	return 0;
+}
+
+/* Client: keep @outstanding pings in flight while send slots last. */
+static int rawping_fill_window(struct rawping_conn *c)
+{
+	int ret;
+
+	lockdep_assert_held(&c->lock);
+	while (c->sent < count && c->sent - c->replies < outstanding &&
+	       !rawping_tx_full(c)) {
+		ret = rawping_post_send(c, NULL, size, c->sent,
+					&c->t0[c->sent]);
+		if (ret)
+			return ret;
+		c->sent++;
+	}
+	return 0;
+}
+
+/* Server: echo the queued receives, in order, while send slots last. */
+static int rawping_echo(struct rawping_conn *c)
+{
+	u32 slot;
+	int ret;
+
+	lockdep_assert_held(&c->lock);
+	while (c->pend_tail != c->pend_head && !rawping_tx_full(c)) {
+		slot = c->pend[c->pend_tail % RAWPING_SLOTS];
+		ret = rawping_post_send(c, c->rx_buf + slot * RAWPING_MAX,
+					c->rx_len[slot], 0, NULL);
+		if (ret)
+			return ret;
+		c->pend_tail++;
+		ret = rawping_repost(c, slot);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int rawping_wc_error(const struct ib_wc *wc)
+{
+	return wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 }
 
 static void rawping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rawping_conn *c = cq->cq_context;
+	u32 slot = wc->wr_cqe - c->tx_cqe;
+	u32 first, done;
+	int ret;
 
-	__clear_bit(wc->wr_cqe - c->tx_cqe, c->tx_busy);
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		rawping_fail(c, -EIO);
+	/* A flush may complete unsignaled sends too: no reclaim after it. */
+	if (wc->status != IB_WC_SUCCESS) {
+		rawping_fail(c, rawping_wc_error(wc));
+		return;
+	}
+	spin_lock(&c->lock);
+	/* In order: this send and every busy one before it are done. */
+	first = (c->tx_next + RAWPING_TX_SLOTS - c->tx_used) % RAWPING_TX_SLOTS;
+	done = (slot + RAWPING_TX_SLOTS - first) % RAWPING_TX_SLOTS + 1;
+	if (done > c->tx_used) {
+		ret = -EIO;
+	} else {
+		c->tx_used -= done;
+		ret = 0;
+		if (!READ_ONCE(c->error))
+			ret = c->is_client ? rawping_fill_window(c) :
+					     rawping_echo(c);
+	}
+	spin_unlock(&c->lock);
+	if (ret)
+		rawping_fail(c, ret);
 }
 
 static int rawping_check(const u8 *p, u32 len, u32 seq)
@@ -162,10 +346,31 @@ static int rawping_check(const u8 *p, u32 len, u32 seq)
 
 	if (len != size || be32_to_cpu(*(const __be32 *)p) != seq)
 		return -EBADMSG;
-	for (i = 4; i < len; i++)
+	for (i = 4; check && i < len; i++)
 		if (p[i] != rawping_pattern(seq, i))
 			return -EBADMSG;
 	return 0;
+}
+
+/* Client: reply number c->replies, then the next ping. */
+static int rawping_reply(struct rawping_conn *c, const u8 *p, u32 len,
+			 int slot)
+{
+	int ret;
+
+	spin_lock(&c->lock);
+	ret = c->replies < c->sent ? rawping_check(p, len, c->replies) :
+				     -EBADMSG;
+	if (!ret) {
+		c->rtt[c->replies] = ktime_get_ns() - c->t0[c->replies];
+		ret = rawping_repost(c, slot);
+	}
+	if (!ret && ++c->replies == count)
+		complete(&c->event);
+	else if (!ret)
+		ret = rawping_fill_window(c);
+	spin_unlock(&c->lock);
+	return ret;
 }
 
 static void rawping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -176,33 +381,22 @@ static void rawping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			rawping_fail(c, -EIO);
+		rawping_fail(c, rawping_wc_error(wc));
 		return;
 	}
+	if (READ_ONCE(c->error))
+		return;
 	ib_dma_sync_single_for_cpu(c->pd->device, c->rx_dma + slot * RAWPING_MAX,
 				   wc->byte_len, DMA_FROM_DEVICE);
-	if (!c->is_client) {
-		ret = rawping_send(c, p, wc->byte_len, 0);
+	if (c->is_client) {
+		ret = rawping_reply(c, p, wc->byte_len, slot);
 	} else {
 		spin_lock(&c->lock);
-		ret = rawping_check(p, wc->byte_len, c->replies);
-		if (!ret) {
-			c->rtt[c->replies] = ktime_get_ns() - c->t0[c->replies];
-			if (++c->replies == count) {
-				complete(&c->event);
-			} else if (c->sent < count) {
-				c->t0[c->sent] = ktime_get_ns();
-				ret = rawping_send(c, NULL, size, c->sent++);
-			}
-		}
+		c->rx_len[slot] = wc->byte_len;
+		c->pend[c->pend_head++ % RAWPING_SLOTS] = slot;
+		ret = rawping_echo(c);
 		spin_unlock(&c->lock);
 	}
-	ib_dma_sync_single_for_device(c->pd->device,
-				      c->rx_dma + slot * RAWPING_MAX,
-				      RAWPING_MAX, DMA_FROM_DEVICE);
-	if (!ret)
-		ret = rawping_post_recv(c, slot);
 	if (ret)
 		rawping_fail(c, ret);
 }
@@ -224,7 +418,8 @@ static void rawping_conn_free(struct rawping_conn *c)
 				    DMA_FROM_DEVICE);
 	if (c->tx_dma)
 		ib_dma_unmap_single(dev, c->tx_dma,
-				    RAWPING_SLOTS * RAWPING_MAX, DMA_TO_DEVICE);
+				    RAWPING_TX_SLOTS * RAWPING_MAX,
+				    DMA_TO_DEVICE);
 	if (c->cq)
 		ib_free_cq(c->cq);
 	if (c->pd)
@@ -238,11 +433,36 @@ static void rawping_conn_free(struct rawping_conn *c)
 	kfree(c);
 }
 
+/* The RC QP, asking for @inline_data bytes of inline sends. */
+static int rawping_create_qp(struct rawping_conn *c, u32 inline_data,
+			     u32 *granted)
+{
+	struct ib_qp_init_attr attr = {
+		.send_cq = c->cq,
+		.recv_cq = c->cq,
+		.cap = {
+			.max_send_wr = RAWPING_TX_SLOTS + 1,
+			.max_recv_wr = RAWPING_SLOTS + 1,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = inline_data,
+		},
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+	int ret;
+
+	ret = rdma_create_qp(c->id, c->pd, &attr);
+	if (!ret)
+		*granted = attr.cap.max_inline_data;
+	return ret;
+}
+
 /* PD, CQ, QP and the posted receive ring, once the device is known. */
 static int rawping_setup_qp(struct rawping_conn *c)
 {
 	struct ib_device *dev = c->id->device;
-	struct ib_qp_init_attr attr = {};
+	u32 want = inline_send ? c->msg_len : 0, granted = 0;
 	int i, ret;
 
 	c->pd = ib_alloc_pd(dev, 0);
@@ -251,7 +471,8 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		c->pd = NULL;
 		return ret;
 	}
-	c->cq = ib_alloc_cq_any(dev, c, 2 * (RAWPING_SLOTS + 1),
+	c->cq = ib_alloc_cq_any(dev, c,
+				RAWPING_TX_SLOTS + 1 + RAWPING_SLOTS + 1,
 				IB_POLL_SOFTIRQ);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
@@ -259,7 +480,7 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		return ret;
 	}
 	c->rx_buf = kvzalloc(RAWPING_SLOTS * RAWPING_MAX, GFP_KERNEL);
-	c->tx_buf = kvzalloc(RAWPING_SLOTS * RAWPING_MAX, GFP_KERNEL);
+	c->tx_buf = kvzalloc(RAWPING_TX_SLOTS * RAWPING_MAX, GFP_KERNEL);
 	if (!c->rx_buf || !c->tx_buf)
 		return -ENOMEM;
 	c->rx_dma = ib_dma_map_single(dev, c->rx_buf,
@@ -270,30 +491,27 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		return -ENOMEM;
 	}
 	c->tx_dma = ib_dma_map_single(dev, c->tx_buf,
-				      RAWPING_SLOTS * RAWPING_MAX,
+				      RAWPING_TX_SLOTS * RAWPING_MAX,
 				      DMA_TO_DEVICE);
 	if (ib_dma_mapping_error(dev, c->tx_dma)) {
 		c->tx_dma = 0;
 		return -ENOMEM;
 	}
-	attr.send_cq = c->cq;
-	attr.recv_cq = c->cq;
-	attr.cap.max_send_wr = RAWPING_SLOTS + 1;
-	attr.cap.max_recv_wr = RAWPING_SLOTS + 1;
-	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
-	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
-	attr.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(c->id, c->pd, &attr);
+	/* A device refuses more inline data than it takes: go without. */
+	ret = rawping_create_qp(c, want, &granted);
+	if (ret && want)
+		ret = rawping_create_qp(c, 0, &granted);
 	if (ret)
 		return ret;
+	c->inline_max = inline_send ? granted : 0;
 	for (i = 0; i < RAWPING_SLOTS; i++) {
 		c->rx_cqe[i].done = rawping_recv_done;
-		c->tx_cqe[i].done = rawping_send_done;
 		ret = rawping_post_recv(c, i);
 		if (ret)
 			return ret;
 	}
+	for (i = 0; i < RAWPING_TX_SLOTS; i++)
+		c->tx_cqe[i].done = rawping_send_done;
 	return 0;
 }
 
@@ -328,11 +546,25 @@ static struct rawping_conn *rawping_conn_alloc(void)
 	return c;
 }
 
-/* Passive side: a slot, a QP, then the accept. */
-static int rawping_accept(struct rdma_cm_id *id)
+/* The peer's hello, or NULL if it sent none. */
+static const struct rawping_hello *
+rawping_peer_hello(const struct rdma_cm_event *ev)
 {
+	if (!ev->param.conn.private_data ||
+	    ev->param.conn.private_data_len < sizeof(struct rawping_hello))
+		return NULL;
+	return ev->param.conn.private_data;
+}
+
+/* Passive side: a slot, a QP, then the accept. */
+static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+{
+	const struct rawping_hello *peer = rawping_peer_hello(ev);
+	struct rawping_hello hello = {};
 	struct rdma_conn_param param = { .rnr_retry_count = 7,
-					 .retry_count = 7 };
+					 .retry_count = 7,
+					 .private_data = &hello,
+					 .private_data_len = sizeof(hello) };
 	struct rawping_conn *c;
 	int i, ret;
 
@@ -351,7 +583,13 @@ static int rawping_accept(struct rdma_cm_id *id)
 	}
 	c->id = id;
 	id->context = c;
+	if (peer)
+		c->msg_len = be32_to_cpu(peer->size);
+	if (c->msg_len < 16 || c->msg_len > RAWPING_MAX)
+		c->msg_len = 0;
 	ret = rawping_setup_qp(c);
+	hello.size = cpu_to_be32(c->msg_len);
+	hello.inline_max = cpu_to_be32(c->inline_max);
 	if (!ret)
 		ret = rdma_accept(id, &param);
 	if (ret)	/* the id stays; the free work disconnects it */
@@ -362,12 +600,16 @@ static int rawping_accept(struct rdma_cm_id *id)
 static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rawping_conn *c = id->context;
+	const struct rawping_hello *peer;
+	struct rawping_hello hello = { .size = cpu_to_be32(size) };
 	struct rdma_conn_param param = { .rnr_retry_count = 7,
-					 .retry_count = 7 };
+					 .retry_count = 7,
+					 .private_data = &hello,
+					 .private_data_len = sizeof(hello) };
 	int ret = 0;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-		return rawping_accept(id) ? 1 : 0;
+		return rawping_accept(id, ev) ? 1 : 0;
 	if (!c)		/* the listener: nothing to do */
 		return 0;
 	switch (ev->event) {
@@ -390,8 +632,13 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->established = true;
-		if (c->is_client)
+		if (c->is_client) {
+			peer = rawping_peer_hello(ev);
+			if (peer)
+				c->peer_inline_max =
+					be32_to_cpu(peer->inline_max);
 			complete(&c->event);
+		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -418,15 +665,18 @@ static int rawping_cmp_u64(const void *a, const void *b)
 static int rawping_run(struct rawping_conn *c)
 {
 	u64 start, elapsed, med, p99;
-	int ret = 0;
+	bool inl;
+	int ret;
 	long left;
 
+	inl = size <= c->inline_max && size <= c->peer_inline_max;
+	if (inline_send && !inl)
+		pr_info("inline_send: this side sends %u bytes inline, the server %u; %u-byte messages go without\n",
+			c->inline_max, c->peer_inline_max, size);
 	start = ktime_get_ns();
+	/* After reinit_completion(): an error since ESTABLISHED shows here. */
 	spin_lock_bh(&c->lock);
-	while (!ret && c->sent < count && c->sent < outstanding) {
-		c->t0[c->sent] = ktime_get_ns();
-		ret = rawping_send(c, NULL, size, c->sent++);
-	}
+	ret = READ_ONCE(c->error) ?: rawping_fill_window(c);
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		return ret;
@@ -439,9 +689,10 @@ static int rawping_run(struct rawping_conn *c)
 	sort(c->rtt, count, sizeof(*c->rtt), rawping_cmp_u64, NULL);
 	med = c->rtt[count / 2];
 	p99 = c->rtt[(count - 1) * 99 / 100];
-	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu\n",
+	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu inline=%d signal_every=%d check=%u\n",
 		count, size, outstanding, med, p99,
-		div64_u64((u64)count * NSEC_PER_SEC, max_t(u64, elapsed, 1)));
+		div64_u64((u64)count * NSEC_PER_SEC, max_t(u64, elapsed, 1)),
+		inl, RAWPING_SIGNAL_EVERY, check);
 	return 0;
 }
 
@@ -453,9 +704,6 @@ static int rawping_client(void)
 	long left;
 	int ret;
 
-	if (size < 16 || size > RAWPING_MAX || !count || !outstanding ||
-	    outstanding > RAWPING_SLOTS)
-		return -EINVAL;
 	snprintf(portstr, sizeof(portstr), "%u", port);
 	ret = inet_pton_with_scope(&init_net, AF_UNSPEC, server, portstr, &dst);
 	if (ret)
@@ -464,6 +712,7 @@ static int rawping_client(void)
 	if (!c)
 		return -ENOMEM;
 	c->is_client = true;
+	c->msg_len = size;
 	c->t0 = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	c->rtt = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	if (!c->t0 || !c->rtt) {
@@ -490,6 +739,7 @@ static int rawping_client(void)
 out:
 	if (ret)
 		pr_err("run against %s failed: %d\n", server, ret);
+	rawping_fail(c, -ESHUTDOWN);	/* the handlers post no more */
 	rawping_conn_free(c);
 	return ret;
 }
@@ -519,6 +769,23 @@ static int rawping_server(void)
 
 static int __init rawping_init(void)
 {
+	if (size < 16 || size > RAWPING_MAX) {
+		pr_err("size=%u: must be 16..%u\n", size, RAWPING_MAX);
+		return -EINVAL;
+	}
+	if (!outstanding || outstanding > RAWPING_SLOTS) {
+		pr_err("outstanding=%u: must be 1..%u\n", outstanding,
+		       RAWPING_SLOTS);
+		return -EINVAL;
+	}
+	if (check > 1) {
+		pr_err("check=%u: must be 0 or 1\n", check);
+		return -EINVAL;
+	}
+	if (!count) {
+		pr_err("count=0: must be at least 1\n");
+		return -EINVAL;
+	}
 	return server && *server ? rawping_client() : rawping_server();
 }
 
