@@ -163,18 +163,17 @@ def main(args):
             "vs_mprotect_per_page": speedup("mprotect_per_page"),
             "vs_uffd_wp_per_page": uffd,
         },
-        "single_page_kvmem_over_mprotect": (
-            round(med("kvmem_ioctl", 1) / med("mprotect_per_page", 1), 3)
-            if med("kvmem_ioctl", 1) and med("mprotect_per_page", 1)
-            else None),
+        "single_page_kvmem_over_mprotect": round_speedups(
+            "kvmem_ioctl", 1, "mprotect_per_page")["median"],
+        "single_page_kvmem_over_mprotect_spread": round_speedups(
+            "kvmem_ioctl", 1, "mprotect_per_page"),
         "speedup_by_pages": {str(n): {
             "vs_mprotect_per_page": speedup("mprotect_per_page", n),
             "vs_mprotect_per_range": speedup("mprotect_per_range", n),
             "vs_uffd_wp_per_page": speedup("uffd_wp_per_page", n),
-            "kernel_caller_vs_mprotect_per_page": (
-                round(med("mprotect_per_page", n) / med("kvmem_kernel", n), 2)
-                if med("mprotect_per_page", n) and med("kvmem_kernel", n)
-                else None)} for n in SIZES},
+            "kernel_caller_vs_mprotect_per_page": round_speedups(
+                "mprotect_per_page", n, "kvmem_kernel")["median"]}
+            for n in SIZES},
         "goals": GOALS,
         "uffd_available": uffd is not None,
         "series": kvmem_doc["series"] + base_doc["series"],
