@@ -908,27 +908,33 @@ class _KunitGuestKernel:
         self.vmlinuz = kk.bzimage
 
 
-def suite_integration_debug(res):
-    """The two-guest exchange and device removal on the debug KUnit kernel
-    (KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak), which distro kernels
-    cannot give; any report on a console fails the run."""
+def _debug_cluster(name, modules, binaries, smp=1):
+    """A 2-guest cluster booting the debug KUnit kernel with @modules
+    (names of its kbuild) and user-space @binaries (meson build paths)."""
     from . import initramfs, kunit
     from .cluster import Cluster
-    name = "integration-debug"
     kk = kunit.kernel("debug")
     mods = kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
                         kunit=True)
     workdir = _fresh_workdir(name)
-    files = {f"/kvlab/modules/{n}": mods[n]
-             for n in ("kverbs.ko", "kping.ko", "krdma.ko", "kvtest.ko",
-                       "kvleak.ko")}
-    initramfs.add_binary(files, meson_build() / "tools" / "kvping" /
-                         "kvping")
+    files = {f"/kvlab/modules/{n}": mods[n] for n in modules}
+    for b in binaries:
+        initramfs.add_binary(files, meson_build() / b)
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    return Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
+                   overlay=overlay, boot_timeout=kunit.guest_timeout(kk, 120),
+                   mem_mb=1024, smp=smp)
+
+
+def suite_integration_debug(res):
+    """The two-guest exchange and device removal on the debug KUnit kernel
+    (KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak), which distro kernels
+    cannot give; any report on a console fails the run."""
+    name = "integration-debug"
     try:
-        with Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
-                     overlay=overlay, boot_timeout=kunit.guest_timeout(kk, 120),
-                     mem_mb=1024) as c:
+        with _debug_cluster(name, ("kverbs.ko", "kping.ko", "krdma.ko",
+                                   "kvtest.ko", "kvleak.ko"),
+                            ("tools/kvping/kvping",)) as c:
             n0, n1 = c.nodes
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
@@ -975,23 +981,11 @@ def _kmemleak_catches(res, suite, n):
 def suite_kvmem_debug(res):
     """The kvmem behaviour tests on the debug kernel (KASAN, lockdep,
     kmemleak), two vCPUs per guest as on the distro kernels."""
-    from . import initramfs, kunit
     from .suite_kvmem import kvmem_checks
-    from .cluster import Cluster
     name = "kvmem-debug"
-    kk = kunit.kernel("debug")
-    mods = kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
-                        kunit=True)
-    workdir = _fresh_workdir(name)
-    files = {"/kvlab/modules/kvmem.ko": mods["kvmem.ko"]}
-    initramfs.add_binary(files, meson_build() / "tools" / "kvmem" /
-                         "kvmem-test")
-    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     try:
-        with Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
-                     overlay=overlay, boot_timeout=kunit.guest_timeout(kk, 120),
-                     mem_mb=1024,
-                     smp=2) as c:
+        with _debug_cluster(name, ("kvmem.ko",), ("tools/kvmem/kvmem-test",),
+                            smp=2) as c:
             kvmem_checks(res, name, c.nodes[0])
             leaks = kmemleak_report(c.nodes[0])
             res.check(name, "kmemleak (two scans) finds nothing", not leaks,
