@@ -136,8 +136,9 @@ class ConsoleScan(unittest.TestCase):
             log.write_text("[ 1.0] ok\n[ 2.0] WARNING: CPU: 0 PID: 7 at "
                            "kverbs/cq.c:42 kv_cq_poll+0x10/0x20 [kverbs]\n")
             c = Cluster(kernels.Kernel("6.1", "x", "x", d), 2, Path(d))
-            c.nodes.append(types.SimpleNamespace(console_path=log,
-                                                 sock=None, proc=None))
+            c.nodes.append(types.SimpleNamespace(
+                console_path=log, sock=None, proc=None,
+                unexpected=lambda found: found))
             self.assertEqual([f.kind for f in c.findings()], ["WARNING"])
             with self.assertRaises(ConsoleError) as cm:
                 c.__exit__(None, None, None)
