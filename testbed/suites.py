@@ -952,7 +952,8 @@ def suite_integration_debug(res):
             _device_removal(res, name, n0, n1)
             _regressions(res, name, n0, n1)
             for n in (n0, n1):
-                r = n.run("rmmod krdma kping 2>/dev/null; rmmod kverbs",
+                r = n.run("rmmod krdma 2>/dev/null; rmmod kping 2>/dev/null; "
+                          "rmmod kverbs",
                           timeout=300)
                 leaks = kmemleak_report(n)
                 res.check(name, f"{n.name}: rmmod, then kmemleak (two "
