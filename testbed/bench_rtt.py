@@ -285,13 +285,11 @@ def _measure(b, rounds, warmup, errors, what, runs, group=None):
     return out
 
 
-def _limit(e, ei):
-    """Per round, the faster raw run: the limit of the link."""
-    out = []
-    for x, y in zip(e, ei):
-        vals = [v for v in (x, y) if v]
-        out.append(min(vals) if vals else None)
-    return out
+def _best(xs, ys, pick=min):
+    """Per round, the better of two variants of one baseline (@pick: min
+    for times, max for rates); None where neither ran."""
+    return [pick([v for v in pair if v], default=None)
+            for pair in zip(xs, ys)]
 
 
 def main(args):
@@ -346,9 +344,9 @@ def main(args):
                        if ok else None),
             "rounds": runs, "error": errors.get(key),
             "paper_us": PAPER_US.get(key)}
-    raw = _limit(med_of("e"), med_of("e'"))
-    user = _limit(med_of("d"), med_of("di"))
-    user_best = _limit(user, med_of("d'"))
+    raw = _best(med_of("e"), med_of("e'"))
+    user = _best(med_of("d"), med_of("di"))
+    user_best = _best(user, med_of("d'"))
     latency["limit"] = {"method": "raw limit: faster of (e), (e') per round",
                         "per_round_ns": raw,
                         "note": "the minimum of two noisy runs leans low: "
@@ -385,10 +383,8 @@ def main(args):
             return [r["msgs_per_s"] if r else None
                     for r in tp_runs[(key, o)]]
         # Higher is better: raw over kmsg is the kmsg cost, like latency.
-        best_raw = [max([v for v in xs if v], default=None)
-                    for xs in zip(rate("e"), rate("e'"))]
-        best_user = [max([v for v in xs if v], default=None)
-                     for xs in zip(rate("d"), rate("di"))]
+        best_raw = _best(rate("e"), rate("e'"), max)
+        best_user = _best(rate("d"), rate("di"), max)
         tp_ratios[str(o)] = {
             "raw_over_softirq": per_round_ratio(best_raw, rate("b")),
             "softirq_over_user": per_round_ratio(rate("b"), best_user)}
