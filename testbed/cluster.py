@@ -205,7 +205,7 @@ class Node:
 class Cluster:
     def __init__(self, kernel, nodes=2, workdir=None, overlay=None,
                  boot_timeout=120, port_base=None, mem_mb=512, smp=1,
-                 append=""):
+                 append="", machine=None):
         if nodes < 2:
             raise HarnessError(f"a cluster needs at least 2 nodes, not {nodes}")
         self.kernel = kernel
@@ -215,6 +215,7 @@ class Cluster:
         self.boot_timeout = boot_timeout
         self.port_base = port_base
         self.mem_mb, self.smp, self.append = mem_mb, smp, append
+        self.machine = machine
         self.nodes = []
         self.sockdir = None
         self.switch = None
@@ -289,6 +290,7 @@ class Cluster:
             cmd = [qemu, "-accel", "tcg", "-nodefaults", "-no-reboot",
                    "-display", "none", "-m", str(self.mem_mb),
                    "-smp", str(self.smp),
+                   *(["-machine", self.machine] if self.machine else []),
                    "-kernel", str(self.kernel.vmlinuz),
                    "-initrd", str(initrd), "-append", append,
                    "-chardev", f"file,id=con,path={node.console_path}",
@@ -318,8 +320,23 @@ class Cluster:
             if node.rxe != "ok":
                 raise HarnessError(f"{node.name}: 'rdma link add rxe0' failed "
                                    f"in the guest\n{node.console_tail()}")
+        for node in self.nodes:
+            self._check_cpus(node)
         log(f"{self.n} x {self.kernel.abi} booted in "
             f"{time.monotonic() - t0:.1f}s")
+
+    def _check_cpus(self, node):
+        """A guest that silently runs on fewer vCPUs than -smp gave it
+        turns every race test into a sequential one (a kernel without
+        ACPI sees only the boot CPU of QEMU's MP table)."""
+        r = node.run("grep -c ^processor /proc/cpuinfo", timeout=60)
+        seen = r.out.strip()
+        if r.rc != 0 or seen != str(self.smp):
+            raise HarnessError(
+                f"{node.name} ({self.kernel.abi}): the guest sees {seen!r} "
+                f"CPUs, QEMU gave it -smp {self.smp}\n{node.console_tail()}",
+                "the kernel needs ACPI (the MADT) or an MP table listing "
+                "every CPU; see testbed/kunit/debug.config")
 
     def _connect(self, node, deadline):
         while time.monotonic() < deadline:

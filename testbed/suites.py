@@ -921,9 +921,10 @@ def _debug_cluster(name, modules, binaries, smp=1):
     for b in binaries:
         initramfs.add_binary(files, meson_build() / b)
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    # q35: see testbed/kunit/debug.config (ACPI).
     return Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
                    overlay=overlay, boot_timeout=kunit.guest_timeout(kk, 120),
-                   mem_mb=1024, smp=smp)
+                   mem_mb=1024, smp=smp, machine="q35")
 
 
 def suite_integration_debug(res):
