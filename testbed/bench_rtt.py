@@ -155,6 +155,19 @@ class Bench:
             return self._raw(outstanding, count, mode == "raw-inline")
         return self._kping(mode, outstanding, count)
 
+    def diagnose(self):
+        """After a failed run: is the link itself alive (IP ping, the
+        NIC's counters), and what rxe saw (retries, sequence errors)."""
+        out = []
+        for n, peer in ((self.n0, self.n1), (self.n1, self.n0)):
+            r = n.run(f"ping -c 2 -W 2 {peer.ip} | tail -2; "
+                      "ip -s link show eth0; "
+                      "cd /sys/class/infiniband/rxe0/ports/1/hw_counters && "
+                      "grep -H . * | grep -v ':0$'; dmesg | tail -15",
+                      timeout=60)
+            out.append(f"--- {n.name}:\n{r.out.strip()}")
+        return "\n".join(out)
+
     def cleanup(self):
         for n in (self.n0, self.n1):
             n.run("rmmod kping rawping 2>/dev/null; "
@@ -268,8 +281,9 @@ def _measure(b, rounds, warmup, errors, what, runs, group=None):
             try:
                 r = b.run(key, outstanding=o)
             except HarnessError as e:
-                errors[key] = str(e)
-                log(f"{what} {tag} ({key}) {LABEL[key]}: FAILED: {e}")
+                errors[key] = f"{e}\n{b.diagnose()}"
+                log(f"{what} {tag} ({key}) {LABEL[key]}: FAILED: "
+                    f"{errors[key]}")
                 if counted:
                     out[(key, o)].append(None)
                 continue

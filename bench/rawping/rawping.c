@@ -33,7 +33,9 @@
  * check=1 fills a payload pattern and verifies every byte of every reply;
  * check=0 writes and verifies only the sequence number and the length, so
  * the benchmark pays no payload check here or in kping.  Any error
- * completion or bad reply ends the run with an error, once.  The client
+ * completion or bad reply ends the run with an error, once; the server
+ * disconnects on its first error, so its client fails at once rather than
+ * at its 60 s timeout, which logs where the window stood.  The client
  * logs one line (here wrapped):
  *
  *   rawping: result count=N size=S outstanding=O median_ns=X p99_ns=Y
@@ -52,6 +54,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/workqueue.h>
+#include <rdma/ib_cm.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
@@ -132,7 +135,8 @@ struct rawping_hello {
  */
 struct rawping_conn {
 	spinlock_t lock;		/* see above */
-	struct work_struct free_work;	/* server: free after a disconnect */
+	struct work_struct free_work;	/* server: see rawping_close() */
+	unsigned long closing;		/* bit 0: free_work queued, once */
 	struct rdma_cm_id *id;
 	struct ib_pd *pd;
 	struct ib_cq *cq;
@@ -164,6 +168,7 @@ struct rawping_conn {
 };
 
 static struct rdma_cm_id *rawping_listen_id;
+static struct workqueue_struct *rawping_wq;	/* server: free_work */
 static struct rawping_conn *rawping_conns[RAWPING_MAX_CONN];
 static DEFINE_MUTEX(rawping_lock);	/* rawping_conns */
 
@@ -172,11 +177,45 @@ static u8 rawping_pattern(u32 seq, u32 i)
 	return seq * 13 + i;
 }
 
-/* The first error ends the run; later ones (the flush behind it) do not. */
+/*
+ * Server: disconnect and free @c from rawping_wq.  Queued at most once
+ * (the closing bit), so module exit can wait for it with one
+ * cancel_work_sync().
+ */
+static void rawping_close(struct rawping_conn *c)
+{
+	if (!test_and_set_bit(0, &c->closing))
+		queue_work(rawping_wq, &c->free_work);
+}
+
+/*
+ * The first error ends the run (client) or the connection (server);
+ * later ones (the flush behind it) do not.
+ */
 static void rawping_fail(struct rawping_conn *c, int err)
 {
-	if (!cmpxchg(&c->error, 0, err))
+	if (cmpxchg(&c->error, 0, err))
+		return;
+	if (c->is_client)
 		complete(&c->event);
+	else
+		rawping_close(c);
+}
+
+/*
+ * Retries: 6 transport retries, not 7, which rxe (like some HCAs) takes
+ * as "retry forever": a lost packet must end the run with an error, not
+ * hang it.  RNR: 7 (forever) is safe, a receive is always reposted.
+ */
+static void rawping_conn_param(struct rdma_conn_param *param,
+			       struct rawping_hello *hello)
+{
+	*param = (struct rdma_conn_param) {
+		.rnr_retry_count = 7,
+		.retry_count = 6,
+		.private_data = hello,
+		.private_data_len = sizeof(*hello),
+	};
 }
 
 static int rawping_post_recv(struct rawping_conn *c, int slot)
@@ -405,8 +444,11 @@ static void rawping_conn_free(struct rawping_conn *c)
 {
 	struct ib_device *dev;
 
+	/* The handlers post no more; the server's close is not requeued. */
+	cmpxchg(&c->error, 0, -ESHUTDOWN);
+	set_bit(0, &c->closing);
 	if (c->id && c->id->qp) {
-		if (c->established)
+		if (READ_ONCE(c->established))
 			rdma_disconnect(c->id);
 		ib_drain_qp(c->id->qp);
 		rdma_destroy_qp(c->id);
@@ -426,8 +468,8 @@ static void rawping_conn_free(struct rawping_conn *c)
 		ib_dealloc_pd(c->pd);
 	if (c->id)
 		rdma_destroy_id(c->id);
-	kvfree(c->rx_buf);
-	kvfree(c->tx_buf);
+	kfree(c->rx_buf);
+	kfree(c->tx_buf);
 	kvfree(c->t0);
 	kvfree(c->rtt);
 	kfree(c);
@@ -479,8 +521,9 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		c->cq = NULL;
 		return ret;
 	}
-	c->rx_buf = kvzalloc(RAWPING_SLOTS * RAWPING_MAX, GFP_KERNEL);
-	c->tx_buf = kvzalloc(RAWPING_TX_SLOTS * RAWPING_MAX, GFP_KERNEL);
+	/* Mapped with ib_dma_map_single(): physically contiguous. */
+	c->rx_buf = kzalloc(RAWPING_SLOTS * RAWPING_MAX, GFP_KERNEL);
+	c->tx_buf = kzalloc(RAWPING_TX_SLOTS * RAWPING_MAX, GFP_KERNEL);
 	if (!c->rx_buf || !c->tx_buf)
 		return -ENOMEM;
 	c->rx_dma = ib_dma_map_single(dev, c->rx_buf,
@@ -561,10 +604,7 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	const struct rawping_hello *peer = rawping_peer_hello(ev);
 	struct rawping_hello hello = {};
-	struct rdma_conn_param param = { .rnr_retry_count = 7,
-					 .retry_count = 7,
-					 .private_data = &hello,
-					 .private_data_len = sizeof(hello) };
+	struct rdma_conn_param param;
 	struct rawping_conn *c;
 	int i, ret;
 
@@ -590,10 +630,14 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ret = rawping_setup_qp(c);
 	hello.size = cpu_to_be32(c->msg_len);
 	hello.inline_max = cpu_to_be32(c->inline_max);
+	rawping_conn_param(&param, &hello);
 	if (!ret)
 		ret = rdma_accept(id, &param);
-	if (ret)	/* the id stays; the free work disconnects it */
-		queue_work(system_wq, &c->free_work);
+	if (ret) {	/* the id stays until the free work destroys it */
+		pr_warn("refusing a connection: %d\n", ret);
+		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		rawping_fail(c, ret);
+	}
 	return 0;
 }
 
@@ -602,10 +646,7 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	struct rawping_conn *c = id->context;
 	const struct rawping_hello *peer;
 	struct rawping_hello hello = { .size = cpu_to_be32(size) };
-	struct rdma_conn_param param = { .rnr_retry_count = 7,
-					 .retry_count = 7,
-					 .private_data = &hello,
-					 .private_data_len = sizeof(hello) };
+	struct rdma_conn_param param;
 	int ret = 0;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
@@ -615,23 +656,21 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		if (c->is_client) {
-			rawping_fail(c, -ECONNRESET);
-		} else {
-			c->established = false;
-			queue_work(system_wq, &c->free_work);
-		}
+		if (!c->is_client)	/* the peer left: no DREQ back */
+			WRITE_ONCE(c->established, false);
+		rawping_fail(c, -ECONNRESET);
 		return 0;
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rdma_resolve_route(id, 5000);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = rawping_setup_qp(c);
+		rawping_conn_param(&param, &hello);
 		if (!ret)
 			ret = rdma_connect_locked(id, &param);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
-		c->established = true;
+		WRITE_ONCE(c->established, true);
 		if (c->is_client) {
 			peer = rawping_peer_hello(ev);
 			if (peer)
@@ -662,6 +701,21 @@ static int rawping_cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Where a run that timed out stands: which side stopped answering. */
+static void rawping_log_stall(struct rawping_conn *c)
+{
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr = {};
+	int ret;
+
+	ret = ib_query_qp(c->id->qp, &attr, IB_QP_STATE, &init);
+	spin_lock_bh(&c->lock);
+	pr_err("stalled: sent %u replies %u of %u, send slots used %u next %u, error %d, qp state %d (query %d)\n",
+	       c->sent, c->replies, count, c->tx_used, c->tx_next, c->error,
+	       ret ? -1 : attr.qp_state, ret);
+	spin_unlock_bh(&c->lock);
+}
+
 static int rawping_run(struct rawping_conn *c)
 {
 	u64 start, elapsed, med, p99;
@@ -681,8 +735,10 @@ static int rawping_run(struct rawping_conn *c)
 	if (ret)
 		return ret;
 	left = wait_for_completion_killable_timeout(&c->event, 60 * HZ);
-	if (left <= 0)
+	if (left <= 0) {
+		rawping_log_stall(c);
 		return left ? -EINTR : -ETIMEDOUT;
+	}
 	if (c->error)
 		return c->error;
 	elapsed = ktime_get_ns() - start;
@@ -753,16 +809,22 @@ static int rawping_server(void)
 	};
 	int ret;
 
+	rawping_wq = alloc_workqueue("rawping", 0, 0);
+	if (!rawping_wq)
+		return -ENOMEM;
 	rawping_listen_id = rdma_create_id(&init_net, rawping_cm, NULL,
 					   RDMA_PS_TCP, IB_QPT_RC);
-	if (IS_ERR(rawping_listen_id))
+	if (IS_ERR(rawping_listen_id)) {
+		destroy_workqueue(rawping_wq);
 		return PTR_ERR(rawping_listen_id);
+	}
 	ret = rdma_bind_addr(rawping_listen_id, (struct sockaddr *)&any);
 	if (!ret)
 		ret = rdma_listen(rawping_listen_id, 8);
 	if (ret) {
 		rdma_destroy_id(rawping_listen_id);
 		rawping_listen_id = NULL;
+		destroy_workqueue(rawping_wq);
 	}
 	return ret;
 }
@@ -804,9 +866,12 @@ static void __exit rawping_exit(void)
 		mutex_unlock(&rawping_lock);
 		if (!c)
 			continue;
+		/* Out of the table, so a queued close leaves it to us. */
+		set_bit(0, &c->closing);
 		cancel_work_sync(&c->free_work);
 		rawping_conn_free(c);
 	}
+	destroy_workqueue(rawping_wq);	/* closes that own their conn */
 }
 
 module_init(rawping_init);
