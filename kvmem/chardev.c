@@ -122,19 +122,41 @@ static long kvmem_ioc_stats(struct kvmem_region *r, void __user *arg)
 	return copy_to_user(arg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 
-/* ioctls on a region's file descriptor. */
+/* A client's ioctl; -ENODEV once the client destroyed the region. */
+static long kvmem_client_ioctl(struct kvmem_region *r, unsigned int cmd,
+			       unsigned long arg)
+{
+	long ret;
+
+	if (!r->ops->ioctl)
+		return -ENOTTY;
+	if (!kvmem_client_enter(r))
+		return -ENODEV;
+	ret = r->ops->ioctl(r, cmd, arg, r->priv);
+	kvmem_client_exit(r);
+	return ret;
+}
+
+/*
+ * ioctls on a region's file descriptor.  Protection and destruction belong
+ * to the region's client: kvmem's own ioctls that change them answer only
+ * regions of /dev/kvmem, whose client is this file; any other client gets
+ * the commands kvmem does not know, through kvmem_ops.ioctl.
+ */
 long kvmem_region_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 {
 	struct kvmem_region *r = f->private_data;
 	void __user *uarg = (void __user *)arg;
 
+	if (cmd == KVMEM_IOC_STATS)
+		return kvmem_ioc_stats(r, uarg);
+	if (r->ops != &kvmem_ioctl_ops)
+		return kvmem_client_ioctl(r, cmd, arg);
 	switch (cmd) {
 	case KVMEM_IOC_PROTECT:
 		return kvmem_ioc_protect(r, uarg, false);
 	case KVMEM_IOC_BENCH:
 		return kvmem_ioc_protect(r, uarg, true);
-	case KVMEM_IOC_STATS:
-		return kvmem_ioc_stats(r, uarg);
 	case KVMEM_IOC_DESTROY:
 		return kvmem_protect_locked_zap(r, NULL, 0, KVMEM_PROT_NONE,
 					       true);

@@ -9,6 +9,7 @@
 #include <linux/kref.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 
@@ -33,6 +34,11 @@
  *   mmap_lock (or the fault's VMA lock) -> @pt_lock -> @lock, and
  *   @pt_lock -> i_mmap_rwsem (unmap_mapping_pages()).  A revoke takes no
  *   mmap_lock.
+ * - @client_lock (rwsem): a client callback (->fault, ->ioctl) runs under
+ *   it for read, once it saw @client_gone clear; kvmem_region_destroy()
+ *   sets @client_gone under it for write.  So no callback runs after
+ *   destroy returns, and the client may free @priv then.  Order:
+ *   mmap_lock -> @client_lock -> @pt_lock; destroy holds it alone.
  *
  * @vma: the one mapping, only as an identity for ->close and the EBUSY
  * rule; never dereferenced (a VMA is detached before its ->close, so a
@@ -67,6 +73,8 @@ struct kvmem_region {
 	wait_queue_head_t wait;		/* faults waiting for a grant */
 	const struct kvmem_ops *ops;
 	void *priv;
+	struct rw_semaphore client_lock;	/* see above */
+	bool client_gone;
 
 	atomic64_t read_faults;
 	atomic64_t write_faults;
@@ -75,6 +83,9 @@ struct kvmem_region {
 	atomic64_t protects;
 	atomic64_t nowait_busy;
 };
+
+bool kvmem_client_enter(struct kvmem_region *r);
+void kvmem_client_exit(struct kvmem_region *r);
 
 /* ranges.c: pure helpers, reached by KUnit */
 int kvmem_ranges_check(const struct kvmem_range *ranges, u32 nr, u32 npages);

@@ -94,6 +94,7 @@ struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
 	kref_init(&r->ref);
 	spin_lock_init(&r->lock);
 	mutex_init(&r->pt_lock);
+	init_rwsem(&r->client_lock);
 	init_waitqueue_head(&r->wait);
 	r->npages = npages;
 	r->ops = ops;
@@ -117,18 +118,42 @@ fail:
 }
 EXPORT_SYMBOL_NS_GPL(kvmem_region_create, KVERBS_NS);
 
+/*
+ * A client callback may run: false once kvmem_region_destroy() began (the
+ * region is dying; its faults end in SIGBUS).  Pair with
+ * kvmem_client_exit().
+ */
+bool kvmem_client_enter(struct kvmem_region *r)
+{
+	down_read(&r->client_lock);
+	if (!r->client_gone)
+		return true;
+	up_read(&r->client_lock);
+	return false;
+}
+
+void kvmem_client_exit(struct kvmem_region *r)
+{
+	up_read(&r->client_lock);
+}
+
 /**
  * kvmem_region_destroy - end a region
  * @r: region from kvmem_region_create()
  *
  * Every page-table entry goes, waiting faults end, and any later access
- * through a remaining mapping raises SIGBUS.  The pages are freed when the
- * last file and mapping of the region are gone.
+ * through a remaining mapping raises SIGBUS.  Client callbacks in progress
+ * finish first, and none runs after this returns: the client may free the
+ * region's @priv.  The pages are freed when the last file and mapping of
+ * the region are gone.
  *
- * Context: process; sleeps.
+ * Context: process, not from a callback of @r; sleeps.
  */
 void kvmem_region_destroy(struct kvmem_region *r)
 {
+	down_write(&r->client_lock);
+	r->client_gone = true;
+	up_write(&r->client_lock);
 	kvmem_protect_locked_zap(r, NULL, 0, KVMEM_PROT_NONE, true);
 	kvmem_region_put(r);
 }
@@ -230,9 +255,10 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 	/* One count per access: a retry of it is the same fault. */
 	if (!(vmf->flags & FAULT_FLAG_TRIED))
 		atomic64_inc(write ? &r->write_faults : &r->read_faults);
-	if (call) {
+	if (call && kvmem_client_enter(r)) {
 		atomic64_inc(&r->callbacks);
 		r->ops->fault(r, idx, write, r->priv);
+		kvmem_client_exit(r);
 	}
 	if (kvmem_access_ok(r, idx, write))
 		return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;

@@ -26,12 +26,16 @@ SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kvtest.ko",
                  "kvleak.ko"]
 BENCH_MODULES = ["rawping.ko"]
+# Plain API clients the behaviour tests load: no KUnit needed, so they build
+# for the distro kernels too (tests=True), and with every KUnit build.
+TEST_MODULES = ["kvmemclient.ko"]
 
 WARNING_RX = re.compile(r"\bwarning:|^WARNING: ", re.M)
 
 
 def stage(out, kunit=False, bench=False):
-    """Copy the kernel sources to `out`, removing stale files."""
+    """Copy the kernel sources to `out`, removing stale files; @kunit:
+    with kunit/ (test modules), @bench: with bench/."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = (KERNEL_SOURCES + (["kunit"] if kunit else []) +
@@ -54,18 +58,23 @@ def stage(out, kunit=False, bench=False):
     return out
 
 
-def build(kdir, out, kunit=False, jobs=2, werror=True, bench=False):
-    """Build the modules; return {module name: Path of .ko}."""
+def build(kdir, out, kunit=False, jobs=2, werror=True, bench=False,
+          tests=False):
+    """Build the modules; return {module name: Path of .ko}.  @kunit: the
+    KUnit and test modules (a KUnit kernel), @tests: only TEST_MODULES,
+    @bench: the benchmark baselines."""
     kdir = Path(kdir)
     if not (kdir / "Makefile").exists():
         raise HarnessError(f"no kernel build tree at {kdir}",
                            "install the matching linux-headers package or "
                            "pass a built kernel tree")
-    out = stage(Path(out).resolve(), kunit, bench)
+    out = stage(Path(out).resolve(), kunit or tests, bench)
     cmd = ["make", "-C", str(kdir), f"M={out}", "W=1", f"-j{jobs}",
            "modules"]
     if kunit:
         cmd.insert(-1, "KVERBS_KUNIT=m")
+    elif tests:
+        cmd.insert(-1, "KVERBS_TESTS=m")
     if bench:
         cmd.insert(-1, "KVERBS_BENCH=m")
     p = run(cmd, timeout=900, check=False)
@@ -79,6 +88,7 @@ def build(kdir, out, kunit=False, jobs=2, werror=True, bench=False):
                            f"{len(warnings)} warning(s) (W=1 must be "
                            "clean):\n" + "\n".join(warnings[:40]))
     names = (SHIPPED_MODULES + (KUNIT_MODULES if kunit else []) +
+             (TEST_MODULES if kunit or tests else []) +
              (BENCH_MODULES if bench else []))
     mods = {n: out / n for n in names}
     missing = [n for n, p in mods.items() if not p.exists()]

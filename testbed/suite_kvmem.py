@@ -8,11 +8,14 @@ from . import initramfs, kbuild
 
 
 def overlay_for(kernel, workdir, extra_bins=()):
-    """kvmem.ko (W=1 build for this kernel) plus test binaries."""
+    """kvmem.ko and its test client (W=1 build for this kernel) plus test
+    binaries."""
     from . import suites
-    mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi)
+    mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi,
+                        tests=True)
     bdir = suites.meson_build()
-    files = {"/kvlab/modules/kvmem.ko": mods["kvmem.ko"]}
+    files = {f"/kvlab/modules/{m}": mods[m]
+             for m in ("kvmem.ko", "kvmemclient.ko")}
     for b in ("tools/kvmem/kvmem-test",) + tuple(extra_bins):
         initramfs.add_binary(files, bdir / b)
     return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
@@ -35,9 +38,10 @@ def suite_kvmem(res, kernel, name):
 def kvmem_checks(res, name, n):
     """Load kvmem on node @n, run every kvmem-test case, unload."""
     r = n.run("insmod /kvlab/modules/kvmem.ko && "
-              "ls -l /dev/kvmem", timeout=60)
-    res.check(name, "kvmem loads, /dev/kvmem exists",
-              r.rc == 0, r.out)
+              "insmod /kvlab/modules/kvmemclient.ko && "
+              "ls -l /dev/kvmem /dev/kvmemclient", timeout=60)
+    res.check(name, "kvmem and its test client load, /dev/kvmem and "
+              "/dev/kvmemclient exist", r.rc == 0, r.out)
     r = n.run("nproc; /kvlab/bin/kvmem-test --gtest_color=no",
               timeout=600)
     cases = re.findall(r"^\[\s+(OK|FAILED|SKIPPED)\s+\] (\S+)\.(\S+) \(",
@@ -60,6 +64,6 @@ def kvmem_checks(res, name, n):
     res.check(name, "kvmem-test ran its cases and passed",
               len(cases) >= 10 and r.rc == 0,
               f"{len(cases)} cases, rc {r.rc}\n" + r.out[-3000:])
-    r = n.run("rmmod kvmem && ! test -e /dev/kvmem",
+    r = n.run("rmmod kvmemclient && rmmod kvmem && ! test -e /dev/kvmem",
               timeout=120)
     res.check(name, "rmmod kvmem", r.rc == 0, r.out)

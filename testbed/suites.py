@@ -250,7 +250,8 @@ def suite_dkms(res, kernels):
                 ", ".join(p.name for p in mods.values()))
         d = Path(f"/lib/modules/{k.abi}/updates/dkms")
         unshipped = {m.split(".")[0] for m in
-                     kbuild.KUNIT_MODULES + kbuild.BENCH_MODULES}
+                     kbuild.KUNIT_MODULES + kbuild.BENCH_MODULES +
+                     kbuild.TEST_MODULES}
         tests = [p.name for p in d.iterdir()
                  if p.name.split(".")[0] in unshipped] if d.exists() else []
         res.check("dkms", f"no test or benchmark module installed for "
@@ -986,7 +987,8 @@ def suite_kvmem_debug(res):
     from .suite_kvmem import kvmem_checks
     name = "kvmem-debug"
     try:
-        with _debug_cluster(name, ("kvmem.ko",), ("tools/kvmem/kvmem-test",),
+        with _debug_cluster(name, ("kvmem.ko", "kvmemclient.ko"),
+                            ("tools/kvmem/kvmem-test",),
                             smp=2) as c:
             kvmem_checks(res, name, c.nodes[0])
             leaks = kmemleak_report(c.nodes[0])

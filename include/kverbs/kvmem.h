@@ -40,9 +40,16 @@ struct page;
  *	callback of its own for what it still needs.  The client resolves it
  *	(fetch the page, then kvmem_protect() a grant, with KVERBS_NOWAIT
  *	from atomic context); the task waits killably and retries.  May sleep.
+ * @ioctl: optional; an ioctl() on a descriptor of kvmem_region_fd(), in the
+ *	calling task, may sleep.  Every command but KVMEM_IOC_STATS comes here
+ *	(none of kvmem's commands that change protections or destroy the
+ *	region works on a client's region); without @ioctl they fail
+ *	-ENOTTY.  Returns what ioctl() returns.
  */
 struct kvmem_ops {
 	void (*fault)(struct kvmem_region *r, u32 index, bool write, void *priv);
+	long (*ioctl)(struct kvmem_region *r, unsigned int cmd,
+		      unsigned long arg, void *priv);
 };
 
 struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,

@@ -4,6 +4,7 @@
 // kvmem.ko (the kvmem-* suites).  Faults are counted by the driver
 // (KVMEM_IOC_STATS); deaths by signal are checked in child processes.
 #include "kvmem.hpp"
+#include "../../kunit/kvmemclient.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -393,6 +395,61 @@ TEST(Kvmem, DestroyedRegionRaisesSigbus)
                       _exit(3);
                   p[0] = 2;
               }), SIGBUS);
+}
+
+// A kernel client (kunit/kvmemclient.ko, as a DSM would) hands its process
+// a descriptor of its region: kvmem's own ioctls that change protections or
+// destroy the region must not work on it (the process would grant itself
+// access), the client's ioctls reach the client until it destroys the
+// region, and stats stay readable.
+TEST(Kvmem, ClientRegionTakesNoKvmemProtectionIoctls)
+{
+    const int dev = ::open("/dev/kvmemclient", O_RDWR | O_CLOEXEC);
+    if (dev < 0)
+        GTEST_SKIP() << "no /dev/kvmemclient: kunit/kvmemclient.ko not loaded";
+    const int fd = ::ioctl(dev, KVMEMCLIENT_IOC_REGION, 2UL);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    void *m = ::mmap(nullptr, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(m, MAP_FAILED) << std::strerror(errno);
+    auto *p = static_cast<volatile std::uint8_t *>(m);
+    p[0] = 7;  // the client grants RW from the fault
+
+    kvmem_range page1{1, 1};  // never granted
+    kvmem_range page0{0, 1};  // granted RW by its fault
+    const auto batch = [](kvmem_range &r, std::uint32_t prot, std::uint32_t reps) {
+        return kvmem_protect{reinterpret_cast<std::uintptr_t>(&r), 1, prot, 0, reps, 0, 0, 0};
+    };
+    kvmem_protect grant = batch(page1, KVMEM_PROT_RW, 0);
+    kvmem_protect revoke = batch(page0, KVMEM_PROT_NONE, 0);
+    kvmem_protect bench = batch(page0, KVMEM_PROT_NONE, 1);
+    errno = 0;
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_PROTECT, &grant), -1);
+    EXPECT_EQ(errno, ENOTTY);
+    errno = 0;
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_PROTECT, &revoke), -1);
+    EXPECT_EQ(errno, ENOTTY);
+    errno = 0;
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_BENCH, &bench), -1);
+    EXPECT_EQ(errno, ENOTTY);
+    errno = 0;
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_DESTROY), -1);
+    EXPECT_EQ(errno, ENOTTY);
+    EXPECT_EQ(p[0], 7);  // still mapped and granted: nothing changed
+
+    kvmem_stats s{};
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_STATS, &s), 0) << std::strerror(errno);
+    EXPECT_EQ(s.callbacks, 1U);  // only page 0's write fault
+    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO), KVMEMCLIENT_HELLO);
+    ::munmap(m, 2 * 4096);
+
+    // The client destroys the region and frees its state: no callback
+    // reaches it any more, while the descriptor lives on.
+    ::close(dev);
+    errno = 0;
+    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO), -1);
+    EXPECT_EQ(errno, ENODEV);
+    EXPECT_EQ(::ioctl(fd, KVMEM_IOC_STATS, &s), 0) << std::strerror(errno);
+    ::close(fd);
 }
 
 // madvise(MADV_DOFORK) would clear VM_DONTCOPY and let a child inherit the

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kvmemclient: a kernel client of kvmem for the kvmem tests.  Built only
+ * with KVERBS_KUNIT=m, never shipped; uses only include/kverbs/.
+ *
+ * Each open file of /dev/kvmemclient may create one region
+ * (KVMEMCLIENT_IOC_REGION, @arg pages, all PROT_NONE) and receives a
+ * descriptor of it, as a client such as a DSM hands its process one.  A
+ * fault is granted what it asked for, from the faulting task.  The region's
+ * descriptor answers the client ioctl KVMEMCLIENT_IOC_HELLO; kvmem's own
+ * ioctls that change protections or destroy the region must not reach it.
+ * Closing the /dev/kvmemclient file destroys the region and frees the
+ * client state the region's callbacks use.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+
+#include <kverbs/kvmem.h>
+
+#include "kvmemclient.h"
+
+KVERBS_IMPORT_NS();
+
+/* One per open file of /dev/kvmemclient. */
+struct kvmemclient {
+	struct mutex lock;		/* @r */
+	struct kvmem_region *r;
+};
+
+static void kvmemclient_fault(struct kvmem_region *r, u32 index, bool write,
+			      void *priv)
+{
+	struct kvmem_range range = { index, 1 };
+	int ret;
+
+	ret = kvmem_protect(r, &range, 1,
+			    write ? KVMEM_PROT_RW : KVMEM_PROT_READ, 0);
+	if (ret)
+		pr_err("grant of page %u failed: %d\n", index, ret);
+}
+
+/* Reads @priv: after the region's destruction KASAN would see it freed. */
+static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
+				     unsigned long arg, void *priv)
+{
+	struct kvmemclient *c = priv;
+
+	if (cmd != KVMEMCLIENT_IOC_HELLO)
+		return -ENOTTY;
+	return READ_ONCE(c->r) == r ? KVMEMCLIENT_HELLO : -EIO;
+}
+
+static const struct kvmem_ops kvmemclient_ops = {
+	.fault = kvmemclient_fault,
+	.ioctl = kvmemclient_region_ioctl,
+};
+
+static int kvmemclient_open(struct inode *inode, struct file *f)
+{
+	struct kvmemclient *c = kzalloc(sizeof(*c), GFP_KERNEL);
+
+	if (!c)
+		return -ENOMEM;
+	mutex_init(&c->lock);
+	f->private_data = c;
+	return 0;
+}
+
+static int kvmemclient_release(struct inode *inode, struct file *f)
+{
+	struct kvmemclient *c = f->private_data;
+
+	if (c->r)
+		kvmem_region_destroy(c->r);
+	mutex_destroy(&c->lock);
+	kfree(c);
+	return 0;
+}
+
+static long kvmemclient_ioctl(struct file *f, unsigned int cmd,
+			      unsigned long arg)
+{
+	struct kvmemclient *c = f->private_data;
+	struct kvmem_region *r;
+	long ret;
+
+	if (cmd != KVMEMCLIENT_IOC_REGION)
+		return -ENOTTY;
+	if (!arg || arg > KVMEM_MAX_PAGES)
+		return -EINVAL;
+	mutex_lock(&c->lock);
+	if (c->r) {
+		ret = -EBUSY;
+		goto out;
+	}
+	r = kvmem_region_create(arg, KVMEM_PROT_NONE, &kvmemclient_ops, c);
+	if (IS_ERR(r)) {
+		ret = PTR_ERR(r);
+		goto out;
+	}
+	ret = kvmem_region_fd(r);
+	if (ret < 0)
+		kvmem_region_destroy(r);
+	else
+		c->r = r;
+out:
+	mutex_unlock(&c->lock);
+	return ret;
+}
+
+static const struct file_operations kvmemclient_fops = {
+	.owner = THIS_MODULE,
+	.open = kvmemclient_open,
+	.release = kvmemclient_release,
+	.unlocked_ioctl = kvmemclient_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice kvmemclient_dev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "kvmemclient",
+	.fops = &kvmemclient_fops,
+	.mode = 0600,
+};
+
+module_misc_device(kvmemclient_dev);
+
+MODULE_DESCRIPTION("kverbs test: a kernel client of kvmem");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kvmemclient: the ioctls of the test-only kvmem client (kunit/kvmemclient.c),
+ * shared with tools/kvmem/kvmem_test.cpp.
+ */
+#ifndef _KVERBS_KVMEMCLIENT_H
+#define _KVERBS_KVMEMCLIENT_H
+
+#include <linux/ioctl.h>
+
+#define KVMEMCLIENT_IOC_MAGIC	'k'
+/* /dev/kvmemclient: a region of @arg pages, answer a new fd of it. */
+#define KVMEMCLIENT_IOC_REGION	_IO(KVMEMCLIENT_IOC_MAGIC, 0x01)
+/* the region's fd: a client ioctl, answers KVMEMCLIENT_HELLO. */
+#define KVMEMCLIENT_IOC_HELLO	_IO(KVMEMCLIENT_IOC_MAGIC, 0x02)
+#define KVMEMCLIENT_HELLO	0x6b76
+
+#endif /* _KVERBS_KVMEMCLIENT_H */
