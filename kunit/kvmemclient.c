@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kvmemclient: a kernel client of kvmem for the kvmem tests.  Built only
- * with KVERBS_KUNIT=m, never shipped; uses only include/kverbs/.
+ * with KVERBS_KUNIT=m or KVERBS_TESTS=m, never shipped; uses only
+ * include/kverbs/.
  *
  * Each open file of /dev/kvmemclient may create one region
  * (KVMEMCLIENT_IOC_REGION, @arg pages, all PROT_NONE) and receives a
@@ -14,10 +15,12 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/uaccess.h>
 
 #include <kverbs/kvmem.h>
 
@@ -43,7 +46,12 @@ static void kvmemclient_fault(struct kvmem_region *r, u32 index, bool write,
 		pr_err("grant of page %u failed: %d\n", index, ret);
 }
 
-/* Reads @priv: after the region's destruction KASAN would see it freed. */
+/*
+ * Reads @priv (after the region's destruction KASAN would see it freed)
+ * and writes user memory, as a real client's ioctl does: that takes
+ * mmap_lock inside the callback, which lockdep then checks against the
+ * faults that call ->fault with mmap_lock held.
+ */
 static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 				     unsigned long arg, void *priv)
 {
@@ -51,7 +59,15 @@ static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 
 	if (cmd != KVMEMCLIENT_IOC_HELLO)
 		return -ENOTTY;
-	return READ_ONCE(c->r) == r ? KVMEMCLIENT_HELLO : -EIO;
+	if (READ_ONCE(c->r) != r)
+		return -EIO;
+	if (!arg)
+		return KVMEMCLIENT_HELLO;
+	/* a slow callback: the region's destruction meets it in progress */
+	usleep_range(1000, 2000);
+	if (put_user(KVMEMCLIENT_HELLO, (u32 __user *)arg))
+		return -EFAULT;
+	return KVMEMCLIENT_HELLO;
 }
 
 static const struct kvmem_ops kvmemclient_ops = {
@@ -102,11 +118,12 @@ static long kvmemclient_ioctl(struct file *f, unsigned int cmd,
 		ret = PTR_ERR(r);
 		goto out;
 	}
+	WRITE_ONCE(c->r, r);	/* before the fd exists: HELLO checks it */
 	ret = kvmem_region_fd(r);
-	if (ret < 0)
+	if (ret < 0) {
+		WRITE_ONCE(c->r, NULL);
 		kvmem_region_destroy(r);
-	else
-		c->r = r;
+	}
 out:
 	mutex_unlock(&c->lock);
 	return ret;

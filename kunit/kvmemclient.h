@@ -11,7 +11,10 @@
 #define KVMEMCLIENT_IOC_MAGIC	'k'
 /* /dev/kvmemclient: a region of @arg pages, answer a new fd of it. */
 #define KVMEMCLIENT_IOC_REGION	_IO(KVMEMCLIENT_IOC_MAGIC, 0x01)
-/* the region's fd: a client ioctl, answers KVMEMCLIENT_HELLO. */
+/*
+ * the region's fd: a client ioctl, answers KVMEMCLIENT_HELLO; unless @arg
+ * is 0 it also sleeps 1-2 ms, then writes it to the __u32 at @arg.
+ */
 #define KVMEMCLIENT_IOC_HELLO	_IO(KVMEMCLIENT_IOC_MAGIC, 0x02)
 #define KVMEMCLIENT_HELLO	0x6b76
 

@@ -122,18 +122,28 @@ static long kvmem_ioc_stats(struct kvmem_region *r, void __user *arg)
 	return copy_to_user(arg, &s, sizeof(s)) ? -EFAULT : 0;
 }
 
-/* A client's ioctl; -ENODEV once the client destroyed the region. */
+/*
+ * A command for a client's region: none of kvmem's own that change
+ * protections or destroy it; the others go to the client, until it
+ * destroyed the region (-ENODEV; its module may be gone with @ops).
+ */
 static long kvmem_client_ioctl(struct kvmem_region *r, unsigned int cmd,
 			       unsigned long arg)
 {
 	long ret;
+	int idx;
 
-	if (!r->ops->ioctl)
+	switch (cmd) {
+	case KVMEM_IOC_PROTECT:
+	case KVMEM_IOC_BENCH:
+	case KVMEM_IOC_DESTROY:
 		return -ENOTTY;
-	if (!kvmem_client_enter(r))
-		return -ENODEV;
-	ret = r->ops->ioctl(r, cmd, arg, r->priv);
-	kvmem_client_exit(r);
+	}
+	idx = kvmem_client_enter(r);
+	if (idx < 0)
+		return idx;
+	ret = r->ops->ioctl ? r->ops->ioctl(r, cmd, arg, r->priv) : -ENOTTY;
+	kvmem_client_exit(r, idx);
 	return ret;
 }
 

@@ -9,7 +9,7 @@
 #include <linux/kref.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
-#include <linux/rwsem.h>
+#include <linux/srcu.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
 
@@ -34,11 +34,13 @@
  *   mmap_lock (or the fault's VMA lock) -> @pt_lock -> @lock, and
  *   @pt_lock -> i_mmap_rwsem (unmap_mapping_pages()).  A revoke takes no
  *   mmap_lock.
- * - @client_lock (rwsem): a client callback (->fault, ->ioctl) runs under
- *   it for read, once it saw @client_gone clear; kvmem_region_destroy()
- *   sets @client_gone under it for write.  So no callback runs after
- *   destroy returns, and the client may free @priv then.  Order:
- *   mmap_lock -> @client_lock -> @pt_lock; destroy holds it alone.
+ * - @client_srcu: a client callback (->fault, ->ioctl) runs inside a read
+ *   section, entered only while @client_gone is clear;
+ *   kvmem_region_destroy() sets @client_gone, then waits for the sections
+ *   in progress.  So no callback runs after destroy returns, and the
+ *   client may free @priv and @ops then.  SRCU, not a lock: a callback may
+ *   block for long (a barrier) and take mmap_lock (copy_to_user()) without
+ *   ordering against the faults that enter with mmap_lock held.
  *
  * @vma: the one mapping, only as an identity for ->close and the EBUSY
  * rule; never dereferenced (a VMA is detached before its ->close, so a
@@ -73,7 +75,7 @@ struct kvmem_region {
 	wait_queue_head_t wait;		/* faults waiting for a grant */
 	const struct kvmem_ops *ops;
 	void *priv;
-	struct rw_semaphore client_lock;	/* see above */
+	struct srcu_struct client_srcu;	/* see above */
 	bool client_gone;
 
 	atomic64_t read_faults;
@@ -84,8 +86,8 @@ struct kvmem_region {
 	atomic64_t nowait_busy;
 };
 
-bool kvmem_client_enter(struct kvmem_region *r);
-void kvmem_client_exit(struct kvmem_region *r);
+int kvmem_client_enter(struct kvmem_region *r);
+void kvmem_client_exit(struct kvmem_region *r, int idx);
 
 /* ranges.c: pure helpers, reached by KUnit */
 int kvmem_ranges_check(const struct kvmem_range *ranges, u32 nr, u32 npages);

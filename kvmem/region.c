@@ -55,6 +55,7 @@ static void kvmem_region_release(struct kref *ref)
 	kvfree(r->prot);
 	bitmap_free(r->mapped);
 	bitmap_free(r->pending);
+	cleanup_srcu_struct(&r->client_srcu);
 	kfree(r);
 }
 
@@ -91,10 +92,13 @@ struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return ERR_PTR(-ENOMEM);
+	if (init_srcu_struct(&r->client_srcu)) {
+		kfree(r);
+		return ERR_PTR(-ENOMEM);
+	}
 	kref_init(&r->ref);
 	spin_lock_init(&r->lock);
 	mutex_init(&r->pt_lock);
-	init_rwsem(&r->client_lock);
 	init_waitqueue_head(&r->wait);
 	r->npages = npages;
 	r->ops = ops;
@@ -119,22 +123,23 @@ fail:
 EXPORT_SYMBOL_NS_GPL(kvmem_region_create, KVERBS_NS);
 
 /*
- * A client callback may run: false once kvmem_region_destroy() began (the
- * region is dying; its faults end in SIGBUS).  Pair with
- * kvmem_client_exit().
+ * Enter a section in which a client callback may run: the SRCU index, or
+ * -ENODEV once kvmem_region_destroy() set @client_gone (the region is
+ * dying; its faults end in SIGBUS).  Pair with kvmem_client_exit().
  */
-bool kvmem_client_enter(struct kvmem_region *r)
+int kvmem_client_enter(struct kvmem_region *r)
 {
-	down_read(&r->client_lock);
-	if (!r->client_gone)
-		return true;
-	up_read(&r->client_lock);
-	return false;
+	int idx = srcu_read_lock(&r->client_srcu);
+
+	if (!READ_ONCE(r->client_gone))
+		return idx;
+	srcu_read_unlock(&r->client_srcu, idx);
+	return -ENODEV;
 }
 
-void kvmem_client_exit(struct kvmem_region *r)
+void kvmem_client_exit(struct kvmem_region *r, int idx)
 {
-	up_read(&r->client_lock);
+	srcu_read_unlock(&r->client_srcu, idx);
 }
 
 /**
@@ -143,18 +148,22 @@ void kvmem_client_exit(struct kvmem_region *r)
  *
  * Every page-table entry goes, waiting faults end, and any later access
  * through a remaining mapping raises SIGBUS.  Client callbacks in progress
- * finish first, and none runs after this returns: the client may free the
- * region's @priv.  The pages are freed when the last file and mapping of
- * the region are gone.
+ * finish first (a client wakes its own blocked ones before), and none runs
+ * after this returns: the client may free the region's @priv and @ops.  The
+ * pages are freed when the last file and mapping of the region are gone.
  *
  * Context: process, not from a callback of @r; sleeps.
  */
 void kvmem_region_destroy(struct kvmem_region *r)
 {
-	down_write(&r->client_lock);
-	r->client_gone = true;
-	up_write(&r->client_lock);
+	WRITE_ONCE(r->client_gone, true);
+	/*
+	 * Dead first: a callback in progress may itself wait in a fault of
+	 * this region (an ioctl's copy_to_user() into it), which only the
+	 * dead region's wake-up ends.
+	 */
 	kvmem_protect_locked_zap(r, NULL, 0, KVMEM_PROT_NONE, true);
+	synchronize_srcu(&r->client_srcu);
 	kvmem_region_put(r);
 }
 EXPORT_SYMBOL_NS_GPL(kvmem_region_destroy, KVERBS_NS);
@@ -255,10 +264,14 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 	/* One count per access: a retry of it is the same fault. */
 	if (!(vmf->flags & FAULT_FLAG_TRIED))
 		atomic64_inc(write ? &r->write_faults : &r->read_faults);
-	if (call && kvmem_client_enter(r)) {
-		atomic64_inc(&r->callbacks);
-		r->ops->fault(r, idx, write, r->priv);
-		kvmem_client_exit(r);
+	if (call) {
+		int srcu = kvmem_client_enter(r);
+
+		if (srcu >= 0) {
+			atomic64_inc(&r->callbacks);
+			r->ops->fault(r, idx, write, r->priv);
+			kvmem_client_exit(r, srcu);
+		}
 	}
 	if (kvmem_access_ok(r, idx, write))
 		return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
@@ -422,6 +435,7 @@ static const struct file_operations kvmem_region_fops = {
 	.mmap = kvmem_file_mmap,
 	.release = kvmem_file_release,
 	.unlocked_ioctl = kvmem_region_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };
 

@@ -281,7 +281,11 @@ def _measure(b, rounds, warmup, errors, what, runs, group=None):
             try:
                 r = b.run(key, outstanding=o)
             except HarnessError as e:
-                errors[key] = f"{e}\n{b.diagnose()}"
+                try:
+                    diag = b.diagnose()
+                except HarnessError as d:   # a hung guest: keep the cause
+                    diag = f"(diagnosis failed: {d})"
+                errors[key] = f"{e}\n{diag}"
                 log(f"{what} {tag} ({key}) {LABEL[key]}: FAILED: "
                     f"{errors[key]}")
                 if counted:

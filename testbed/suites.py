@@ -862,10 +862,12 @@ def suite_smp(res, kernel, name):
             r = n0.run(kping(n0, mode="poll"), timeout=60)
             res.check(name, "poll-mode server (a polling kthread)",
                       r.rc == 0, r.out)
+            # The client's insmod stays loaded after its run: unload it,
+            # or the next client's insmod fails with EEXIST.
             r = n1.run(kping(n1, n0, mode="poll", outstanding=32,
                              count=20000, size=64) +
                        "; echo rc=$?; dmesg | grep -E 'kping:|kverbs:|kvmsg:' | "
-                       "tail -n 4", timeout=900)
+                       "tail -n 4; rmmod kping", timeout=900)
             ok, log0 = _dmesg_has(n0, r"dropping message|out of sequence")
             res.check(name, "poll mode on both sides, 2 vCPUs, 32 "
                       "outstanding: 20000 round trips in order",

@@ -628,16 +628,17 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (c->msg_len < 16 || c->msg_len > RAWPING_MAX)
 		c->msg_len = 0;
 	ret = rawping_setup_qp(c);
-	hello.size = cpu_to_be32(c->msg_len);
-	hello.inline_max = cpu_to_be32(c->inline_max);
-	rawping_conn_param(&param, &hello);
-	if (!ret)
-		ret = rdma_accept(id, &param);
-	if (ret) {	/* the id stays until the free work destroys it */
+	if (ret) {
 		pr_warn("refusing a connection: %d\n", ret);
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		rawping_fail(c, ret);
+	} else {
+		hello.size = cpu_to_be32(c->msg_len);
+		hello.inline_max = cpu_to_be32(c->inline_max);
+		rawping_conn_param(&param, &hello);
+		ret = rdma_accept(id, &param);	/* rejects itself on error */
 	}
+	if (ret)	/* the id stays until the free work destroys it */
+		rawping_fail(c, ret);
 	return 0;
 }
 
@@ -689,7 +690,7 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	default:
 		break;
 	}
-	if (ret && c && c->is_client)
+	if (ret)	/* the client's run ends; a server conn closes */
 		rawping_fail(c, ret);
 	return 0;
 }
@@ -735,10 +736,10 @@ static int rawping_run(struct rawping_conn *c)
 	if (ret)
 		return ret;
 	left = wait_for_completion_killable_timeout(&c->event, 60 * HZ);
-	if (left <= 0) {
+	if (!left)
 		rawping_log_stall(c);
+	if (left <= 0)
 		return left ? -EINTR : -ETIMEDOUT;
-	}
 	if (c->error)
 		return c->error;
 	elapsed = ktime_get_ns() - start;
@@ -795,7 +796,6 @@ static int rawping_client(void)
 out:
 	if (ret)
 		pr_err("run against %s failed: %d\n", server, ret);
-	rawping_fail(c, -ESHUTDOWN);	/* the handlers post no more */
 	rawping_conn_free(c);
 	return ret;
 }

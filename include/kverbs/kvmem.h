@@ -41,10 +41,13 @@ struct page;
  *	(fetch the page, then kvmem_protect() a grant, with KVERBS_NOWAIT
  *	from atomic context); the task waits killably and retries.  May sleep.
  * @ioctl: optional; an ioctl() on a descriptor of kvmem_region_fd(), in the
- *	calling task, may sleep.  Every command but KVMEM_IOC_STATS comes here
- *	(none of kvmem's commands that change protections or destroy the
- *	region works on a client's region); without @ioctl they fail
- *	-ENOTTY.  Returns what ioctl() returns.
+ *	calling task, may sleep.  kvmem's commands that change protections
+ *	or destroy the region fail -ENOTTY on a client's region and
+ *	KVMEM_IOC_STATS answers on every region; any other command comes
+ *	here (-ENOTTY without @ioctl).  Returns what ioctl() returns.
+ *
+ * Neither callback runs once kvmem_region_destroy() returned, and a
+ * client wakes its own callbacks blocked in it before calling destroy.
  */
 struct kvmem_ops {
 	void (*fault)(struct kvmem_region *r, u32 index, bool write, void *priv);

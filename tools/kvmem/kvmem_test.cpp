@@ -439,17 +439,66 @@ TEST(Kvmem, ClientRegionTakesNoKvmemProtectionIoctls)
     kvmem_stats s{};
     EXPECT_EQ(::ioctl(fd, KVMEM_IOC_STATS, &s), 0) << std::strerror(errno);
     EXPECT_EQ(s.callbacks, 1U);  // only page 0's write fault
-    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO), KVMEMCLIENT_HELLO);
+    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO, nullptr), KVMEMCLIENT_HELLO);
     ::munmap(m, 2 * 4096);
 
     // The client destroys the region and frees its state: no callback
     // reaches it any more, while the descriptor lives on.
     ::close(dev);
     errno = 0;
-    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO), -1);
+    EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO, nullptr), -1);
     EXPECT_EQ(errno, ENODEV);
     EXPECT_EQ(::ioctl(fd, KVMEM_IOC_STATS, &s), 0) << std::strerror(errno);
     ::close(fd);
+}
+
+// The client destroys its region while a thread's client ioctls write
+// into the region's own pages (each first write faults and calls the
+// client from inside the ioctl's callback): destroy must neither deadlock
+// on that nested fault nor let a callback run after it returned (KASAN on
+// kvmem-debug); the ioctls end -ENODEV (or -EFAULT for a write the dying
+// region refused).
+TEST(Kvmem, ClientDestroyRacesItsOwnCallbacks)
+{
+    constexpr std::uint32_t pages = 64;
+    const int status = child_status([] {
+        const int dev = ::open("/dev/kvmemclient", O_RDWR | O_CLOEXEC);
+        if (dev < 0)
+            _exit(10);
+        const int fd = ::ioctl(dev, KVMEMCLIENT_IOC_REGION, static_cast<unsigned long>(pages));
+        if (fd < 0)
+            _exit(11);
+        void *m = ::mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+            _exit(12);
+        auto *base = static_cast<std::uint8_t *>(m);
+        std::atomic<std::uint32_t> done{0};
+        std::atomic<int> last_errno{0};
+        std::thread caller([&] {
+            for (std::uint32_t i = 0;; ++i) {
+                auto *dst = base + (i % pages) * 4096;
+                if (::ioctl(fd, KVMEMCLIENT_IOC_HELLO, dst) < 0) {
+                    last_errno = errno;
+                    return;
+                }
+                done.fetch_add(1);
+            }
+        });
+        while (done.load() < pages / 2)
+            std::this_thread::yield();
+        ::close(dev);  // destroys the region mid-stream
+        caller.join();
+        const int e = last_errno.load();
+        if (e != ENODEV && e != EFAULT)
+            _exit(13);
+        errno = 0;
+        if (::ioctl(fd, KVMEMCLIENT_IOC_HELLO, nullptr) != -1 || errno != ENODEV)
+            _exit(14);
+        _exit(0);
+    }, 20000ms);
+    if (status == 10)
+        GTEST_SKIP() << "no /dev/kvmemclient: kunit/kvmemclient.ko not loaded";
+    EXPECT_EQ(status, 0) << "10-14: see the child's exits; -2: hung (destroy deadlocked)";
 }
 
 // madvise(MADV_DOFORK) would clear VM_DONTCOPY and let a child inherit the
