@@ -23,8 +23,8 @@ else:
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kvmsg", "kvmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko"]
-KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kvtest.ko",
-                 "kvleak.ko"]
+KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kdsm_kunit.ko",
+                 "kvtest.ko", "kvleak.ko"]
 BENCH_MODULES = ["rawping.ko"]
 # Plain API clients the behaviour tests load: no KUnit needed, so they build
 # for the distro kernels too (tests=True), and with every KUnit build.

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * KUnit: the kdsm protocol (samples/kdsm/proto.c, compiled into this test
+ * module: the sample exports nothing).  Message validation field by
+ * field, the transitions that must refuse an event, and a simulated
+ * cluster: 2 to 4 nodes run the real transitions over per-pair FIFO
+ * channels (RC order, page data travelling ahead of its reply), with
+ * random faults and random delivery order, and the checker asserts
+ * single writer or many readers, that every readable copy holds the last
+ * write, and that page data never lands in an accessible page.  A
+ * weakened run, in which one sharer keeps its copy after acking an
+ * invalidation, must be caught by the same checker.
+ */
+#include <kunit/test.h>
+#include <linux/prandom.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+
+#include "../samples/kdsm/proto.c"
+
+static const struct kdsm_geo kdsm_t_geo = {
+	.self = 1, .nnodes = 4, .npages = 64,
+};
+
+static void kdsm_home_placement(struct kunit *test)
+{
+	struct kdsm_geo g = { .self = 1, .nnodes = 3, .npages = 10 };
+	u32 per[KDSM_MAX_NODES + 1] = {};
+	u32 p;
+
+	for (p = 0; p < g.npages; p++)
+		KUNIT_EXPECT_EQ(test, kdsm_home_of(&g, p), p % 3 + 1);
+	g.block = true;
+	for (p = 0; p < g.npages; p++) {
+		u8 h = kdsm_home_of(&g, p);
+
+		KUNIT_ASSERT_TRUE(test, h >= 1 && h <= 3);
+		if (p)	/* blocks: never decreasing */
+			KUNIT_EXPECT_GE(test, h, kdsm_home_of(&g, p - 1));
+		per[h]++;
+	}
+	KUNIT_EXPECT_EQ(test, per[1], 4U);	/* 0..3 */
+	KUNIT_EXPECT_EQ(test, per[2], 3U);	/* 4..6 */
+	KUNIT_EXPECT_EQ(test, per[3], 3U);	/* 7..9 */
+}
+
+static struct kdsm_msg kdsm_t_msg(u8 type, u32 page, u8 node, u8 acks,
+				  u8 flags)
+{
+	return (struct kdsm_msg){ .type = type, .page = cpu_to_be32(page),
+				  .node = node, .acks = acks, .flags = flags };
+}
+
+/* Each valid message of each type, then each field broken alone. */
+static void kdsm_msg_validation(struct kunit *test)
+{
+	const struct kdsm_geo *g = &kdsm_t_geo;
+	/* page 4 is homed at node 1 (self), page 5 at node 2 */
+	const struct {
+		struct kdsm_msg m;
+		u8 from;
+	} ok[] = {
+		{ kdsm_t_msg(KDSM_READ_REQ, 4, 0, 0, 0), 3 },
+		{ kdsm_t_msg(KDSM_WRITE_REQ, 4, 0, 0, 0), 2 },
+		{ kdsm_t_msg(KDSM_DONE, 4, 0, 0, 0), 4 },
+		{ kdsm_t_msg(KDSM_FWD_READ, 5, 3, 0, 0), 2 },
+		{ kdsm_t_msg(KDSM_FWD_WRITE, 5, 2, 2, KDSM_F_DATA), 2 },
+		{ kdsm_t_msg(KDSM_INV, 5, 4, 0, 0), 2 },
+		{ kdsm_t_msg(KDSM_INV_ACK, 5, 0, 0, 0), 3 },
+		{ kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0, KDSM_F_DATA), 3 },
+		{ kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 2, 0), 4 },
+	};
+	struct kdsm_msg m;
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(ok); i++) {
+		m = ok[i].m;
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				    0, "valid message %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 31, ok[i].from),
+				    -EPROTO, "short %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 33, ok[i].from),
+				    -EPROTO, "long %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, 1), -EPROTO,
+				    "from self %u", i);
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, 5), -EPROTO,
+				    "from no node %u", i);
+		m = ok[i].m;
+		m.page = cpu_to_be32(64);
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				    -EPROTO, "page %u", i);
+		m = ok[i].m;
+		m.reserved0 = cpu_to_be16(1);
+		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				-EPROTO);
+		m = ok[i].m;
+		m.reserved1 = cpu_to_be16(1);
+		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				-EPROTO);
+		m = ok[i].m;
+		m.reserved2 = cpu_to_be64(1);
+		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				-EPROTO);
+		m = ok[i].m;
+		m.arg = cpu_to_be64(1);
+		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				-EPROTO);
+		m = ok[i].m;
+		m.flags |= 0x80;
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				    -EPROTO, "flags %u", i);
+		m = ok[i].m;
+		m.acks = 4;	/* more than nnodes - 1 */
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
+				    -EPROTO, "acks %u", i);
+	}
+	m = kdsm_t_msg(0, 4, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	m = kdsm_t_msg(KDSM_MSG_TYPES, 4, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	/* requests and DONE only to the page's home */
+	m = kdsm_t_msg(KDSM_READ_REQ, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	m = kdsm_t_msg(KDSM_DONE, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	/* forwards and invalidations only from it, for another node */
+	m = kdsm_t_msg(KDSM_INV, 5, 4, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	m = kdsm_t_msg(KDSM_FWD_READ, 5, 1, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	m = kdsm_t_msg(KDSM_FWD_READ, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	m = kdsm_t_msg(KDSM_FWD_WRITE, 5, 5, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	/* a node field where none belongs */
+	m = kdsm_t_msg(KDSM_INV_ACK, 5, 2, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	m = kdsm_t_msg(KDSM_READ_REQ, 4, 2, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+}
+
+/* Events that cannot happen in a state are refused, the state unchanged. */
+static void kdsm_refusals(struct kunit *test)
+{
+	const struct kdsm_geo *g = &kdsm_t_geo;
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	struct kdsm_page pg, before;
+	struct kdsm_home h, hb;
+	struct kdsm_msg m;
+
+	pg = (struct kdsm_page){ .prot = KDSM_READ };
+	KUNIT_EXPECT_EQ(test, kdsm_fault(g, &pg, 4, false, acts), -EPROTO);
+	pg = (struct kdsm_page){ .pending = KDSM_READ_REQ };
+	KUNIT_EXPECT_EQ(test, kdsm_fault(g, &pg, 4, true, acts), -EPROTO);
+
+	/* a forward to a node that does not own the page */
+	pg = (struct kdsm_page){ .prot = KDSM_READ };
+	before = pg;
+	m = kdsm_t_msg(KDSM_FWD_READ, 5, 3, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 2, &m, acts), -EPROTO);
+	KUNIT_EXPECT_EQ(test, memcmp(&pg, &before, sizeof(pg)), 0);
+	/* an invalidation of the owner, or of a page not held */
+	pg = (struct kdsm_page){ .prot = KDSM_READ, .owner = true };
+	m = kdsm_t_msg(KDSM_INV, 5, 3, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 2, &m, acts), -EPROTO);
+	pg = (struct kdsm_page){};
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 2, &m, acts), -EPROTO);
+	/* replies and acks nobody asked for */
+	m = kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0, KDSM_F_DATA);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	m = kdsm_t_msg(KDSM_INV_ACK, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	/* a read reply without data; data for a page whose copy is valid */
+	pg = (struct kdsm_page){ .pending = KDSM_READ_REQ };
+	m = kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	pg = (struct kdsm_page){ .prot = KDSM_READ,
+				 .pending = KDSM_WRITE_REQ };
+	m = kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 0, KDSM_F_DATA);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	/* more acks than the reply announced, a second reply */
+	pg = (struct kdsm_page){ .pending = KDSM_WRITE_REQ, .reply_seen = true,
+				 .acks_needed = 1, .acks_seen = 1 };
+	m = kdsm_t_msg(KDSM_INV_ACK, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	m = kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 1, KDSM_F_DATA);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+	/* fewer acks announced than already arrived */
+	pg = (struct kdsm_page){ .pending = KDSM_WRITE_REQ, .acks_seen = 2 };
+	m = kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 1, KDSM_F_DATA);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
+
+	/* the home: the owner reading, DONE out of turn */
+	h = (struct kdsm_home){ .owner = 2 };
+	hb = h;
+	KUNIT_EXPECT_EQ(test, kdsm_home_request(g, &h, 2, false, acts), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_home_done(g, &h, 2, acts), -EPROTO);
+	KUNIT_EXPECT_EQ(test, memcmp(&h, &hb, sizeof(h)), 0);
+	h = (struct kdsm_home){ .owner = 2, .busy = true, .cur = 3 };
+	KUNIT_EXPECT_EQ(test, kdsm_home_done(g, &h, 4, acts), -EPROTO);
+	/* busy: the request queues, nothing changes */
+	hb = h;
+	KUNIT_ASSERT_EQ(test, kdsm_home_request(g, &h, 4, true, acts), 1);
+	KUNIT_EXPECT_EQ(test, acts[0].kind, KDSM_ACT_QUEUE);
+	KUNIT_EXPECT_EQ(test, memcmp(&h, &hb, sizeof(h)), 0);
+}
+
+/* The messages of one write fault with sharers, as the design table says. */
+static void kdsm_write_fault_messages(struct kunit *test)
+{
+	const struct kdsm_geo *g = &kdsm_t_geo;
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	struct kdsm_home h = { .owner = 2, .copyset = BIT(2) | BIT(3) };
+	int n, i, inv = 0;
+
+	/* node 1 (home of page 4) asks for write: owner 2, sharers 3, 4 */
+	n = kdsm_home_request(g, &h, 1, true, acts);
+	KUNIT_ASSERT_EQ(test, n, 3);
+	for (i = 0; i < n; i++) {
+		KUNIT_EXPECT_EQ(test, acts[i].kind, KDSM_ACT_SEND);
+		KUNIT_EXPECT_EQ(test, acts[i].node, 1);
+		inv += acts[i].type == KDSM_INV;
+	}
+	KUNIT_EXPECT_EQ(test, inv, 2);
+	KUNIT_EXPECT_EQ(test, acts[2].type, KDSM_FWD_WRITE);
+	KUNIT_EXPECT_EQ(test, acts[2].to, 2);
+	KUNIT_EXPECT_EQ(test, acts[2].acks, 2);
+	KUNIT_EXPECT_EQ(test, acts[2].flags, KDSM_F_DATA);
+	KUNIT_EXPECT_EQ(test, h.owner, 1);
+	KUNIT_EXPECT_EQ(test, h.copyset, 0);
+	KUNIT_EXPECT_TRUE(test, h.busy);
+
+	/* the owner upgrading with no sharer: the reply comes from home */
+	h = (struct kdsm_home){ .owner = 3 };
+	n = kdsm_home_request(g, &h, 3, true, acts);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_WRITE_REPLY);
+	KUNIT_EXPECT_EQ(test, acts[0].to, 3);
+	KUNIT_EXPECT_EQ(test, acts[0].flags, 0);
+}
+
+/* ---- the simulated cluster ------------------------------------------ */
+
+#define KDSM_SIM_NODES	4
+#define KDSM_SIM_PAGES	3
+#define KDSM_SIM_QLEN	64	/* a few messages per page in flight */
+
+struct kdsm_sim_item {
+	bool data;		/* page data, else a message */
+	u32 value;		/* the data */
+	struct kdsm_msg m;
+};
+
+struct kdsm_sim_chan {
+	struct kdsm_sim_item q[KDSM_SIM_QLEN];
+	u32 head, tail;
+};
+
+struct kdsm_sim {
+	struct kunit *test;
+	struct rnd_state rnd;
+	u8 n;
+	bool weaken;		/* one sharer keeps its copy after an INV */
+	bool weakened;
+	u32 violations;
+	u32 steps, faults, msgs, grants;
+	struct kdsm_geo geo[KDSM_SIM_NODES + 1];
+	struct kdsm_page pg[KDSM_SIM_NODES + 1][KDSM_SIM_PAGES];
+	u32 val[KDSM_SIM_NODES + 1][KDSM_SIM_PAGES];
+	struct kdsm_home home[KDSM_SIM_PAGES];
+	struct kdsm_act homeq[KDSM_SIM_PAGES][KDSM_SIM_NODES];
+	u8 homeq_len[KDSM_SIM_PAGES];
+	u32 latest[KDSM_SIM_PAGES];
+	struct kdsm_sim_chan chan[KDSM_SIM_NODES + 1][KDSM_SIM_NODES + 1];
+};
+
+static void kdsm_sim_deliver(struct kdsm_sim *s, u8 to, u8 from,
+			     const struct kdsm_msg *m);
+
+static void kdsm_sim_push(struct kdsm_sim *s, u8 from, u8 to,
+			  struct kdsm_sim_item it)
+{
+	struct kdsm_sim_chan *c = &s->chan[from][to];
+
+	KUNIT_ASSERT_LT(s->test, c->tail - c->head, (u32)KDSM_SIM_QLEN);
+	c->q[c->tail++ % KDSM_SIM_QLEN] = it;
+}
+
+/* Run @n actions of node @x for @page. */
+static void kdsm_sim_run(struct kdsm_sim *s, u8 x, u32 page,
+			 const struct kdsm_act *acts, int n)
+{
+	struct kdsm_act local[KDSM_MAX_ACTS], next;
+	struct kdsm_msg m;
+	int i, k;
+
+	KUNIT_ASSERT_GE(s->test, n, 0);
+	for (i = 0; i < n; i++) {
+		const struct kdsm_act *a = &acts[i];
+
+		switch (a->kind) {
+		case KDSM_ACT_SEND:
+			m = kdsm_t_msg(a->type, page, a->node, a->acks,
+				       a->flags);
+			s->msgs++;
+			if (a->to == x)
+				kdsm_sim_deliver(s, x, x, &m);
+			else
+				kdsm_sim_push(s, x, a->to,
+					      (struct kdsm_sim_item){ .m = m });
+			break;
+		case KDSM_ACT_DATA:
+			KUNIT_ASSERT_NE(s->test, a->to, x);
+			kdsm_sim_push(s, x, a->to, (struct kdsm_sim_item){
+				.data = true, .value = s->val[x][page] });
+			break;
+		case KDSM_ACT_GRANT:
+			s->grants++;
+			break;
+		case KDSM_ACT_REVOKE:
+			break;
+		case KDSM_ACT_QUEUE:
+			/* one request per node and page at most */
+			KUNIT_ASSERT_LT(s->test, s->homeq_len[page],
+					(u8)KDSM_SIM_NODES);
+			s->homeq[page][s->homeq_len[page]++] = *a;
+			break;
+		case KDSM_ACT_NEXT:
+			if (!s->homeq_len[page])
+				break;
+			next = s->homeq[page][0];
+			memmove(s->homeq[page], s->homeq[page] + 1,
+				--s->homeq_len[page] * sizeof(next));
+			k = kdsm_home_request(&s->geo[x], &s->home[page],
+					      next.node,
+					      next.type == KDSM_WRITE_REQ,
+					      local);
+			kdsm_sim_run(s, x, page, local, k);
+			break;
+		default:
+			KUNIT_FAIL(s->test, "unknown action %u", a->kind);
+		}
+	}
+}
+
+static void kdsm_sim_deliver(struct kdsm_sim *s, u8 to, u8 from,
+			     const struct kdsm_msg *m)
+{
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	u32 page = be32_to_cpu(m->page);
+	int n;
+
+	if (from != to)
+		KUNIT_ASSERT_EQ(s->test,
+				kdsm_msg_check(&s->geo[to], m, KDSM_MSG_LEN,
+					       from), 0);
+	switch (m->type) {
+	case KDSM_READ_REQ:
+	case KDSM_WRITE_REQ:
+		n = kdsm_home_request(&s->geo[to], &s->home[page], from,
+				      m->type == KDSM_WRITE_REQ, acts);
+		break;
+	case KDSM_DONE:
+		n = kdsm_home_done(&s->geo[to], &s->home[page], from, acts);
+		break;
+	default:
+		n = kdsm_page_event(&s->geo[to], &s->pg[to][page], page, from,
+				    m, acts);
+		/* weakened: the sharer acks but keeps reading its copy */
+		if (m->type == KDSM_INV && s->weaken && !s->weakened && n > 0) {
+			s->pg[to][page].prot = KDSM_READ;
+			s->weakened = true;
+		}
+	}
+	if (n < 0 && s->weaken) {	/* the copy kept confuses the protocol */
+		s->violations++;
+		return;
+	}
+	KUNIT_ASSERT_GE_MSG(s->test, n, 0, "node %u refused type %u from %u",
+			    to, m->type, from);
+	kdsm_sim_run(s, to, page, acts, n);
+}
+
+/* Single writer or many readers; every readable copy is the latest. */
+static void kdsm_sim_check(struct kdsm_sim *s)
+{
+	u32 p, writers, readers;
+	u8 x;
+
+	for (p = 0; p < KDSM_SIM_PAGES; p++) {
+		writers = 0;
+		readers = 0;
+		for (x = 1; x <= s->n; x++) {
+			if (s->pg[x][p].prot == KDSM_RW)
+				writers++;
+			else if (s->pg[x][p].prot == KDSM_READ)
+				readers++;
+			if (s->pg[x][p].prot != KDSM_NONE &&
+			    s->val[x][p] != s->latest[p])
+				s->violations++;
+		}
+		if (writers > 1 || (writers && readers))
+			s->violations++;
+	}
+}
+
+/* A random access by node @x: done if allowed, else a fault. */
+static void kdsm_sim_access(struct kdsm_sim *s, u8 x, u32 p, bool write)
+{
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	struct kdsm_page *pg = &s->pg[x][p];
+
+	if (pg->prot >= (write ? KDSM_RW : KDSM_READ)) {
+		if (write)
+			s->latest[p] = ++s->val[x][p];
+		else if (s->val[x][p] != s->latest[p])
+			s->violations++;	/* a stale read */
+		return;
+	}
+	if (pg->pending)
+		return;		/* kvmem: the task waits for the grant */
+	s->faults++;
+	kdsm_sim_run(s, x, p, acts, kdsm_fault(&s->geo[x], pg, p, write, acts));
+}
+
+static bool kdsm_sim_step(struct kdsm_sim *s, bool faults)
+{
+	struct kdsm_sim_item it;
+	struct kdsm_sim_chan *c;
+	u32 start, i, nch = (KDSM_SIM_NODES + 1) * (KDSM_SIM_NODES + 1);
+	u8 from, to;
+
+	s->steps++;
+	if (faults && prandom_u32_state(&s->rnd) % 3 == 0) {
+		u8 x = prandom_u32_state(&s->rnd) % s->n + 1;
+
+		kdsm_sim_access(s, x, prandom_u32_state(&s->rnd) %
+				KDSM_SIM_PAGES,
+				prandom_u32_state(&s->rnd) % 3 == 0);
+		kdsm_sim_check(s);
+		return true;
+	}
+	start = prandom_u32_state(&s->rnd) % nch;
+	for (i = 0; i < nch; i++) {
+		from = (start + i) % nch / (KDSM_SIM_NODES + 1);
+		to = (start + i) % nch % (KDSM_SIM_NODES + 1);
+		c = &s->chan[from][to];
+		if (c->head == c->tail)
+			continue;
+		it = c->q[c->head++ % KDSM_SIM_QLEN];
+		if (it.data) {
+			/*
+			 * The RDMA write must land in a page nobody can
+			 * read; the reply behind it names the page.
+			 */
+			u32 p;
+
+			KUNIT_ASSERT_NE(s->test, c->head, c->tail);
+			p = be32_to_cpu(c->q[c->head % KDSM_SIM_QLEN].m.page);
+			if (s->pg[to][p].prot != KDSM_NONE)
+				s->violations++;
+			s->val[to][p] = it.value;
+		} else {
+			kdsm_sim_deliver(s, to, from, &it.m);
+		}
+		kdsm_sim_check(s);
+		return true;
+	}
+	return faults;
+}
+
+static struct kdsm_sim *kdsm_sim_new(struct kunit *test, u8 n, u64 seed,
+				     bool weaken)
+{
+	struct kdsm_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	u32 p;
+	u8 x;
+
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	s->test = test;
+	s->n = n;
+	s->weaken = weaken;
+	prandom_seed_state(&s->rnd, seed);
+	for (x = 1; x <= n; x++)
+		s->geo[x] = (struct kdsm_geo){ .self = x, .nnodes = n,
+					       .npages = KDSM_SIM_PAGES };
+	/* each page starts owned, writable, at its home */
+	for (p = 0; p < KDSM_SIM_PAGES; p++) {
+		x = kdsm_home_of(&s->geo[1], p);
+		s->home[p].owner = x;
+		s->pg[x][p] = (struct kdsm_page){ .prot = KDSM_RW,
+						  .owner = true };
+	}
+	return s;
+}
+
+static void kdsm_sim_run_to_quiet(struct kdsm_sim *s, u32 steps)
+{
+	u32 i, p;
+	u8 x;
+
+	for (i = 0; i < steps; i++)
+		kdsm_sim_step(s, true);
+	for (i = 0; i < 100000 && kdsm_sim_step(s, false); i++)
+		;
+	if (s->weaken)
+		return;
+	/* quiet: every request answered, every home free */
+	for (p = 0; p < KDSM_SIM_PAGES; p++) {
+		KUNIT_EXPECT_FALSE(s->test, s->home[p].busy);
+		KUNIT_EXPECT_EQ(s->test, s->homeq_len[p], 0);
+		for (x = 1; x <= s->n; x++)
+			KUNIT_EXPECT_EQ(s->test, s->pg[x][p].pending, 0);
+	}
+}
+
+static void kdsm_sim_coherent(struct kunit *test)
+{
+	u64 seed;
+	u8 n;
+
+	for (n = 2; n <= 4; n++) {
+		for (seed = 1; seed <= 20; seed++) {
+			struct kdsm_sim *s = kdsm_sim_new(test, n, seed, false);
+
+			kdsm_sim_run_to_quiet(s, 3000);
+			KUNIT_EXPECT_EQ_MSG(test, s->violations, 0,
+					    "%u nodes, seed %llu", n, seed);
+			/* the run did work: faults, messages, grants */
+			KUNIT_EXPECT_GT(test, s->faults, 100U);
+			KUNIT_EXPECT_GE(test, s->grants, s->faults);
+			kunit_kfree(test, s);
+		}
+	}
+}
+
+/* The checker catches a protocol that skips one invalidation. */
+static void kdsm_sim_catches_weakened(struct kunit *test)
+{
+	u32 caught = 0;
+	u64 seed;
+
+	for (seed = 1; seed <= 20; seed++) {
+		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, true);
+
+		kdsm_sim_run_to_quiet(s, 3000);
+		KUNIT_ASSERT_TRUE(test, s->weakened);
+		caught += s->violations > 0;
+		kunit_kfree(test, s);
+	}
+	KUNIT_EXPECT_EQ(test, caught, 20U);
+}
+
+static struct kunit_case kdsm_proto_cases[] = {
+	KUNIT_CASE(kdsm_home_placement),
+	KUNIT_CASE(kdsm_msg_validation),
+	KUNIT_CASE(kdsm_refusals),
+	KUNIT_CASE(kdsm_write_fault_messages),
+	KUNIT_CASE(kdsm_sim_coherent),
+	KUNIT_CASE(kdsm_sim_catches_weakened),
+	{}
+};
+
+static struct kunit_suite kdsm_proto_suite = {
+	.name = "kdsm_proto",
+	.test_cases = kdsm_proto_cases,
+};
+
+kunit_test_suite(kdsm_proto_suite);
+
+MODULE_DESCRIPTION("KUnit tests for the kdsm protocol");
+MODULE_LICENSE("GPL");
