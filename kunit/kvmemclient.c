@@ -7,11 +7,13 @@
  * Each open file of /dev/kvmemclient may create one region
  * (KVMEMCLIENT_IOC_REGION, @arg pages, all PROT_NONE) and receives a
  * descriptor of it, as a client such as a DSM hands its process one.  A
- * fault is granted what it asked for, from the faulting task.  The region's
- * descriptor answers the client ioctl KVMEMCLIENT_IOC_HELLO; kvmem's own
- * ioctls that change protections or destroy the region must not reach it.
- * Closing the /dev/kvmemclient file destroys the region and frees the
- * client state the region's callbacks use.
+ * fault is granted what it asked for, from the faulting task, unless the
+ * page is held.  The region's descriptor answers the client ioctls
+ * KVMEMCLIENT_IOC_HELLO, _HOLD (grant a page no more) and _FAIL
+ * (kvmem_fail() it); kvmem's own ioctls that change protections or
+ * destroy the region must not reach the client.  Closing the
+ * /dev/kvmemclient file destroys the region and frees the client state
+ * the region's callbacks use.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -32,13 +34,18 @@ KVERBS_IMPORT_NS();
 struct kvmemclient {
 	struct mutex lock;		/* @r */
 	struct kvmem_region *r;
+	unsigned long hold;		/* pages 0..63 whose faults wait */
 };
 
 static void kvmemclient_fault(struct kvmem_region *r, u32 index, bool write,
 			      void *priv)
 {
+	struct kvmemclient *c = priv;
 	struct kvmem_range range = { index, 1 };
 	int ret;
+
+	if (index < BITS_PER_LONG && test_bit(index, &c->hold))
+		return;
 
 	ret = kvmem_protect(r, &range, 1,
 			    write ? KVMEM_PROT_RW : KVMEM_PROT_READ, 0);
@@ -56,9 +63,21 @@ static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 				     unsigned long arg, void *priv)
 {
 	struct kvmemclient *c = priv;
+	struct kvmem_range range = { arg, 1 };
 
-	if (cmd != KVMEMCLIENT_IOC_HELLO)
+	switch (cmd) {
+	case KVMEMCLIENT_IOC_FAIL:
+		return arg > U32_MAX ? -EINVAL : kvmem_fail(r, &range, 1);
+	case KVMEMCLIENT_IOC_HOLD:
+		if (arg >= BITS_PER_LONG)
+			return -EINVAL;
+		set_bit(arg, &c->hold);
+		return 0;
+	case KVMEMCLIENT_IOC_HELLO:
+		break;
+	default:
 		return -ENOTTY;
+	}
 	if (READ_ONCE(c->r) != r)
 		return -EIO;
 	if (!arg)

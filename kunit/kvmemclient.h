@@ -17,5 +17,9 @@
  */
 #define KVMEMCLIENT_IOC_HELLO	_IO(KVMEMCLIENT_IOC_MAGIC, 0x02)
 #define KVMEMCLIENT_HELLO	0x6b76
+/* the region's fd: fail page @arg (kvmem_fail()). */
+#define KVMEMCLIENT_IOC_FAIL	_IO(KVMEMCLIENT_IOC_MAGIC, 0x03)
+/* the region's fd: grant page @arg (< 64) no more, so its faults wait. */
+#define KVMEMCLIENT_IOC_HOLD	_IO(KVMEMCLIENT_IOC_MAGIC, 0x04)
 
 #endif /* _KVERBS_KVMEMCLIENT_H */

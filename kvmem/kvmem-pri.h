@@ -23,7 +23,7 @@
  *
  * Locking:
  * - @lock (spinlock, bottom halves off) protects @prot, @mapped,
- *   @pending, @vma, @mapping and @dead.  It is the one lock a
+ *   @pending, @failed, @vma, @mapping and @dead.  It is the one lock a
  *   non-blocking protection change takes, and it is almost always free.
  * - @pt_lock (mutex) orders page-table changes: a fault reads the
  *   protection and installs the entry under it, a revoke records the new
@@ -55,7 +55,9 @@
  * without it needs no zap, which is what makes the non-blocking variant
  * possible.  @pending: a fault callback for the page is outstanding (one
  * at a time per page, cleared by the grant that answers it); a waiter
- * whose need the grant did not meet calls the client again.
+ * whose need the grant did not meet calls the client again.  @failed:
+ * the client failed the page (kvmem_fail()); every access to it raises
+ * SIGBUS, for good, as every access to a dead region does.
  *
  * Lifetime (@ref): the creator's reference (kvmem_region_destroy()), one
  * per file (kvmem_region_fd()), and a mapping keeps its file.
@@ -67,6 +69,7 @@ struct kvmem_region {
 	u8 *prot;
 	unsigned long *mapped;
 	unsigned long *pending;
+	unsigned long *failed;
 	spinlock_t lock;		/* see above */
 	struct mutex pt_lock;		/* see above */
 	struct vm_area_struct *vma;
@@ -85,6 +88,12 @@ struct kvmem_region {
 	atomic64_t protects;
 	atomic64_t nowait_busy;
 };
+
+/* Page @idx can never be accessed again (dead region, failed page). */
+static inline bool kvmem_gone(struct kvmem_region *r, u32 idx)
+{
+	return READ_ONCE(r->dead) || test_bit(idx, r->failed);
+}
 
 int kvmem_client_enter(struct kvmem_region *r);
 void kvmem_client_exit(struct kvmem_region *r, int idx);

@@ -211,6 +211,46 @@ int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
 EXPORT_SYMBOL_NS_GPL(kvmem_protect, KVERBS_NS);
 
 /**
+ * kvmem_fail - make pages fail every access with SIGBUS
+ * @r: region
+ * @ranges: sorted, non-overlapping, non-empty page ranges
+ * @nr: number of ranges, 1..KVMEM_MAX_RANGES
+ *
+ * For pages whose content is lost (a DSM page whose only copy died with
+ * its node): their entries go, tasks waiting for them and every later
+ * access get SIGBUS, and grants no longer reach them.  The other pages of
+ * the region are untouched.  A failed page stays failed for the life of
+ * the region.
+ *
+ * Context: process; sleeps (as a revoke).
+ * Return: 0, -EINVAL for a bad batch (nothing changes), -ENODEV for a
+ * destroyed region.
+ */
+int kvmem_fail(struct kvmem_region *r, const struct kvmem_range *ranges,
+	       u32 nr)
+{
+	u32 i;
+	int ret;
+
+	might_sleep();
+	ret = kvmem_ranges_check(ranges, nr, r->npages);
+	if (ret)
+		return ret;
+	spin_lock_bh(&r->lock);
+	ret = r->dead ? -ENODEV : 0;
+	for (i = 0; !ret && i < nr; i++)
+		bitmap_set(r->failed, ranges[i].first, ranges[i].count);
+	spin_unlock_bh(&r->lock);
+	/* Faults see @failed from now on; old entries go with the zap. */
+	if (!ret)
+		ret = kvmem_protect_locked_zap(r, ranges, nr, KVMEM_PROT_NONE,
+					       false);
+	wake_up_all(&r->wait);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(kvmem_fail, KVERBS_NS);
+
+/**
  * kvmem_protect_bitmap - kvmem_protect() for the pages set in a bitmap
  * @r: region
  * @bitmap: one bit per page of @r

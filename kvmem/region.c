@@ -55,6 +55,7 @@ static void kvmem_region_release(struct kref *ref)
 	kvfree(r->prot);
 	bitmap_free(r->mapped);
 	bitmap_free(r->pending);
+	bitmap_free(r->failed);
 	cleanup_srcu_struct(&r->client_srcu);
 	kfree(r);
 }
@@ -107,7 +108,8 @@ struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
 	r->prot = kvmalloc(npages, GFP_KERNEL);
 	r->mapped = bitmap_zalloc(npages, GFP_KERNEL);
 	r->pending = bitmap_zalloc(npages, GFP_KERNEL);
-	if (!r->pages || !r->prot || !r->mapped || !r->pending)
+	r->failed = bitmap_zalloc(npages, GFP_KERNEL);
+	if (!r->pages || !r->prot || !r->mapped || !r->pending || !r->failed)
 		goto fail;
 	memset(r->prot, prot, npages);
 	for (i = 0; i < npages; i++) {
@@ -211,9 +213,10 @@ static pgprot_t kvmem_pgprot(struct vm_area_struct *vma, u32 prot)
 	return vm_get_page_prot(flags);
 }
 
+/* The access may go ahead, or must end in SIGBUS: no more waiting. */
 static bool kvmem_access_ok(struct kvmem_region *r, u32 idx, bool write)
 {
-	return READ_ONCE(r->dead) ||
+	return kvmem_gone(r, idx) ||
 	       kvmem_prot_allows(READ_ONCE(r->prot[idx]), write);
 }
 
@@ -250,7 +253,7 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 	bool call;
 
 	spin_lock_bh(&r->lock);
-	if (r->dead) {
+	if (kvmem_gone(r, idx)) {
 		spin_unlock_bh(&r->lock);
 		return VM_FAULT_SIGBUS;
 	}
@@ -274,7 +277,7 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 		}
 	}
 	if (kvmem_access_ok(r, idx, write))
-		return READ_ONCE(r->dead) ? VM_FAULT_SIGBUS : 0;
+		return kvmem_gone(r, idx) ? VM_FAULT_SIGBUS : 0;
 	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
 		return VM_FAULT_SIGBUS;
 	if (vmf->flags & FAULT_FLAG_RETRY_NOWAIT)
@@ -306,7 +309,7 @@ static vm_fault_t kvmem_fault(struct vm_fault *vmf)
 		mutex_lock(&r->pt_lock);
 		spin_lock_bh(&r->lock);
 		prot = r->prot[idx];
-		if (r->dead || !kvmem_prot_allows(prot, write)) {
+		if (kvmem_gone(r, idx) || !kvmem_prot_allows(prot, write)) {
 			spin_unlock_bh(&r->lock);
 			mutex_unlock(&r->pt_lock);
 			continue;	/* revoked meanwhile */

@@ -66,5 +66,7 @@ int kvmem_protect(struct kvmem_region *r, const struct kvmem_range *ranges,
 		  u32 nr, u32 prot, unsigned int flags);
 int kvmem_protect_bitmap(struct kvmem_region *r, const unsigned long *bitmap,
 			 u32 prot);
+int kvmem_fail(struct kvmem_region *r, const struct kvmem_range *ranges,
+	       u32 nr);
 
 #endif /* _KVERBS_KVMEM_H */

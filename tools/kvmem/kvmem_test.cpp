@@ -501,6 +501,59 @@ TEST(Kvmem, ClientDestroyRacesItsOwnCallbacks)
     EXPECT_EQ(status, 0) << "10-14: see the child's exits; -2: hung (destroy deadlocked)";
 }
 
+// kvmem_fail(): a failed page raises SIGBUS on access, including in a task
+// already waiting for it (the client held it back), while the region's
+// other pages keep working.
+TEST(Kvmem, FailedPageRaisesSigbusOthersWork)
+{
+    if (::access("/dev/kvmemclient", F_OK) != 0)
+        GTEST_SKIP() << "no /dev/kvmemclient: kunit/kvmemclient.ko not loaded";
+    // Shared with the children: how far each got before it died.
+    void *shm = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(shm, MAP_FAILED);
+    auto *stage = static_cast<std::atomic<int> *>(shm);
+    const auto setup = [] {
+        const int dev = ::open("/dev/kvmemclient", O_RDWR);
+        const int fd = dev < 0 ? -1 : ::ioctl(dev, KVMEMCLIENT_IOC_REGION, 4UL);
+        void *m = fd < 0 ? MAP_FAILED :
+                  ::mmap(nullptr, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+            _exit(10);
+        return std::pair{fd, static_cast<volatile std::uint8_t *>(m)};
+    };
+
+    // A page in use fails: the next access dies, another page works.
+    stage->store(0);
+    EXPECT_EQ(child_signal([&] {
+                  auto [fd, p] = setup();
+                  p[0] = 1;
+                  if (::ioctl(fd, KVMEMCLIENT_IOC_FAIL, 0UL) != 0)
+                      _exit(11);
+                  p[4096] = 2;
+                  stage->store(p[4096] == 2 ? 1 : -1);
+                  (void)p[0];
+                  stage->store(2);
+              }), SIGBUS);
+    EXPECT_EQ(stage->load(), 1) << "page 1 must work after page 0 failed, and page 0 must not";
+
+    // A task waiting for a held page dies once the page fails, not before.
+    stage->store(0);
+    EXPECT_EQ(child_signal([&] {
+                  auto [fd, p] = setup();
+                  if (::ioctl(fd, KVMEMCLIENT_IOC_HOLD, 2UL) != 0)
+                      _exit(11);
+                  std::thread waiter([p = p] { (void)p[2 * 4096]; });
+                  std::this_thread::sleep_for(200ms);
+                  stage->store(1);  // the waiter is still blocked
+                  if (::ioctl(fd, KVMEMCLIENT_IOC_FAIL, 2UL) != 0)
+                      _exit(12);
+                  waiter.join();
+                  stage->store(2);
+              }), SIGBUS);
+    EXPECT_EQ(stage->load(), 1) << "the waiter must block until the page fails";
+    ::munmap(shm, 4096);
+}
+
 // madvise(MADV_DOFORK) would clear VM_DONTCOPY and let a child inherit the
 // entries, where a revoke in the parent does not reach them.  It must be
 // refused, and no child may write after the parent revoked.
