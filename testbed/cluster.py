@@ -195,6 +195,13 @@ class Node:
         rc = int(got[-1].split()[2])
         return Result(rc, out)
 
+    def kill(self):
+        """Kill this guest's QEMU at once, as a node that dies would
+        vanish: no disconnect, no reboot; its console stays readable."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(30)
+
     def run_checked(self, cmd, timeout=60):
         r = self.run(cmd, timeout)
         if r.rc != 0:

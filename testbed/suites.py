@@ -6,6 +6,7 @@ one failed case naming the cause, and the run goes on with the next suite.
 import re
 import shutil
 import tarfile
+import time
 import traceback
 from pathlib import Path
 
@@ -832,9 +833,53 @@ def suite_cluster4(res, kernel):
                           "2000 round trips ok" in r.out, r.out)
             r = server.run("rmmod kping && rmmod kverbs", timeout=120)
             res.check(name, "server unloads cleanly", r.rc == 0, r.out)
+            _dead_peer(res, name, c.nodes[2], c.nodes[3])
         res.add(name, "guest consoles clean", True)
     except HarnessError as e:
         res.add(name, "cluster run", False, e)
+
+
+# A dead peer ends a sending endpoint within kverbs' RC retry bound: 7
+# transmissions at kverbs' ack timeout of 4.096 us * 2^17 (0.54 s) is
+# 3.8 s; the check allows 10 s for TCG.  It fails if kverbs asks for 7
+# retries (rxe retries forever) or leaves the RoCE CM's default ack
+# timeout (2.1 s: about 15 s).
+DEAD_PEER_BOUND_S = 10
+
+
+def _dead_peer(res, suite, server, client):
+    """Kill @server's guest while @client sends to it; the client's
+    endpoint must leave the connected state within DEAD_PEER_BOUND_S."""
+    for n in (server, client):     # earlier clients stay loaded
+        n.run("rmmod kping 2>/dev/null", timeout=60)
+    r = server.run(kping(server), timeout=60)
+    res.check(suite, f"{server.name}: kping server for the dead-peer check",
+              r.rc == 0, r.out)
+    # A long run whose own reply timeout (120 s) cannot end it first.
+    ping = kping(client, server, count=10000000, outstanding=8,
+                 timeout_ms=120000)
+    client.run(f"({ping}; echo rc=$?) > /tmp/dead.out 2>&1 &", timeout=30)
+    eps = "/sys/kernel/debug/kverbs/kping-client.*/endpoints"
+    r = client.run(f"for i in $(seq 100); do grep -q 'state connected' "
+                   f"{eps} 2>/dev/null && exit 0; sleep 0.2; done; exit 1",
+                   timeout=60)
+    if not res.check(suite, f"{client.name}: connected to {server.name}",
+                     r.rc == 0, r.out):
+        return
+    server.kill()
+    t0 = time.monotonic()
+    r = client.run(f"for i in $(seq {DEAD_PEER_BOUND_S * 5}); do "
+                   f"grep -q 'state connected' {eps} 2>/dev/null || exit 0; "
+                   "sleep 0.2; done; cat " + eps + "; exit 1",
+                   timeout=DEAD_PEER_BOUND_S + 30)
+    took = time.monotonic() - t0
+    out = client.run("cat /tmp/dead.out; dmesg | grep -E 'kverbs|kping' | "
+                     "tail -n 6", timeout=150).out
+    res.check(suite, f"{client.name}: its endpoint to the killed "
+              f"{server.name} fails within {DEAD_PEER_BOUND_S} s "
+              f"(took {took:.1f} s)", r.rc == 0, r.out + out)
+    client.run("for i in $(seq 150); do grep -q rc= /tmp/dead.out && break; "
+               "sleep 0.2; done; rmmod kping", timeout=60)
 
 
 def suite_smp(res, kernel, name):
