@@ -7,9 +7,10 @@
  * channels (RC order, page data travelling ahead of its reply), with
  * random faults and random delivery order, and the checker asserts
  * single writer or many readers, that every readable copy holds the last
- * write, and that page data never lands in an accessible page.  A
- * weakened run, in which one sharer keeps its copy after acking an
- * invalidation, must be caught by the same checker.
+ * write, and that page data never lands in an accessible page; half the
+ * runs place homes in blocks, half cyclically.  A weakened run, in which
+ * one sharer keeps its copy after acking an invalidation, must be caught
+ * by the same checker (not only by a later refusal).
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -190,10 +191,14 @@ static void kdsm_refusals(struct kunit *test)
 	m = kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 1, KDSM_F_DATA);
 	KUNIT_EXPECT_EQ(test, kdsm_page_event(g, &pg, 5, 3, &m, acts), -EPROTO);
 
-	/* the home: the owner reading, DONE out of turn */
-	h = (struct kdsm_home){ .owner = 2 };
+	/* the home: a holder reading, DONE out of turn, asking twice */
+	h = (struct kdsm_home){ .owner = 2, .copyset = BIT(2) };
 	hb = h;
 	KUNIT_EXPECT_EQ(test, kdsm_home_request(g, &h, 2, false, acts), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_home_request(g, &h, 3, false, acts), -EPROTO);
+	h = (struct kdsm_home){ .owner = 2, .busy = true, .cur = 3 };
+	KUNIT_EXPECT_EQ(test, kdsm_home_request(g, &h, 3, true, acts), -EPROTO);
+	h = hb;
 	KUNIT_EXPECT_EQ(test, kdsm_home_done(g, &h, 2, acts), -EPROTO);
 	KUNIT_EXPECT_EQ(test, memcmp(&h, &hb, sizeof(h)), 0);
 	h = (struct kdsm_home){ .owner = 2, .busy = true, .cur = 3 };
@@ -230,13 +235,19 @@ static void kdsm_write_fault_messages(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, h.copyset, 0);
 	KUNIT_EXPECT_TRUE(test, h.busy);
 
-	/* the owner upgrading with no sharer: the reply comes from home */
-	h = (struct kdsm_home){ .owner = 3 };
+	/*
+	 * The owner upgrading (it holds READ, so it served a reader, who is
+	 * a sharer): the reply comes from home, no data, one ack to wait for.
+	 */
+	h = (struct kdsm_home){ .owner = 3, .copyset = BIT(1) };
 	n = kdsm_home_request(g, &h, 3, true, acts);
-	KUNIT_ASSERT_EQ(test, n, 1);
-	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_WRITE_REPLY);
-	KUNIT_EXPECT_EQ(test, acts[0].to, 3);
-	KUNIT_EXPECT_EQ(test, acts[0].flags, 0);
+	KUNIT_ASSERT_EQ(test, n, 2);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_INV);
+	KUNIT_EXPECT_EQ(test, acts[0].to, 2);
+	KUNIT_EXPECT_EQ(test, acts[1].type, KDSM_WRITE_REPLY);
+	KUNIT_EXPECT_EQ(test, acts[1].to, 3);
+	KUNIT_EXPECT_EQ(test, acts[1].acks, 1);
+	KUNIT_EXPECT_EQ(test, acts[1].flags, 0);
 }
 
 /* ---- the simulated cluster ------------------------------------------ */
@@ -262,7 +273,8 @@ struct kdsm_sim {
 	u8 n;
 	bool weaken;		/* one sharer keeps its copy after an INV */
 	bool weakened;
-	u32 violations;
+	u32 violations;		/* found by the checker */
+	u32 refusals;		/* weakened runs only */
 	u32 steps, faults, msgs, grants;
 	struct kdsm_geo geo[KDSM_SIM_NODES + 1];
 	struct kdsm_page pg[KDSM_SIM_NODES + 1][KDSM_SIM_PAGES];
@@ -321,6 +333,9 @@ static void kdsm_sim_run(struct kdsm_sim *s, u8 x, u32 page,
 			break;
 		case KDSM_ACT_QUEUE:
 			/* one request per node and page at most */
+			for (k = 0; k < s->homeq_len[page]; k++)
+				KUNIT_ASSERT_NE(s->test,
+						s->homeq[page][k].node, a->node);
 			KUNIT_ASSERT_LT(s->test, s->homeq_len[page],
 					(u8)KDSM_SIM_NODES);
 			s->homeq[page][s->homeq_len[page]++] = *a;
@@ -373,7 +388,7 @@ static void kdsm_sim_deliver(struct kdsm_sim *s, u8 to, u8 from,
 		}
 	}
 	if (n < 0 && s->weaken) {	/* the copy kept confuses the protocol */
-		s->violations++;
+		s->refusals++;
 		return;
 	}
 	KUNIT_ASSERT_GE_MSG(s->test, n, 0, "node %u refused type %u from %u",
@@ -470,7 +485,7 @@ static bool kdsm_sim_step(struct kdsm_sim *s, bool faults)
 }
 
 static struct kdsm_sim *kdsm_sim_new(struct kunit *test, u8 n, u64 seed,
-				     bool weaken)
+				     bool weaken, bool block)
 {
 	struct kdsm_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
 	u32 p;
@@ -483,6 +498,7 @@ static struct kdsm_sim *kdsm_sim_new(struct kunit *test, u8 n, u64 seed,
 	prandom_seed_state(&s->rnd, seed);
 	for (x = 1; x <= n; x++)
 		s->geo[x] = (struct kdsm_geo){ .self = x, .nnodes = n,
+					       .block = block,
 					       .npages = KDSM_SIM_PAGES };
 	/* each page starts owned, writable, at its home */
 	for (p = 0; p < KDSM_SIM_PAGES; p++) {
@@ -521,7 +537,8 @@ static void kdsm_sim_coherent(struct kunit *test)
 
 	for (n = 2; n <= 4; n++) {
 		for (seed = 1; seed <= 20; seed++) {
-			struct kdsm_sim *s = kdsm_sim_new(test, n, seed, false);
+			struct kdsm_sim *s = kdsm_sim_new(test, n, seed, false,
+							  seed & 1);
 
 			kdsm_sim_run_to_quiet(s, 3000);
 			KUNIT_EXPECT_EQ_MSG(test, s->violations, 0,
@@ -541,11 +558,11 @@ static void kdsm_sim_catches_weakened(struct kunit *test)
 	u64 seed;
 
 	for (seed = 1; seed <= 20; seed++) {
-		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, true);
+		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, true, false);
 
 		kdsm_sim_run_to_quiet(s, 3000);
 		KUNIT_ASSERT_TRUE(test, s->weakened);
-		caught += s->violations > 0;
+		caught += s->violations > 0;	/* the checker, not a refusal */
 		kunit_kfree(test, s);
 	}
 	KUNIT_EXPECT_EQ(test, caught, 20U);

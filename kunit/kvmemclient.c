@@ -9,8 +9,8 @@
  * descriptor of it, as a client such as a DSM hands its process one.  A
  * fault is granted what it asked for, from the faulting task, unless the
  * page is held.  The region's descriptor answers the client ioctls
- * KVMEMCLIENT_IOC_HELLO, _HOLD (grant a page no more) and _FAIL
- * (kvmem_fail() it); kvmem's own ioctls that change protections or
+ * KVMEMCLIENT_IOC_HELLO, _HOLD (grant a page no more), _GRANT (grant it
+ * RW) and _FAIL (kvmem_fail() it); kvmem's own ioctls that change protections or
  * destroy the region must not reach the client.  Closing the
  * /dev/kvmemclient file destroys the region and frees the client state
  * the region's callbacks use.
@@ -68,6 +68,9 @@ static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 	switch (cmd) {
 	case KVMEMCLIENT_IOC_FAIL:
 		return arg > U32_MAX ? -EINVAL : kvmem_fail(r, &range, 1);
+	case KVMEMCLIENT_IOC_GRANT:
+		return arg > U32_MAX ? -EINVAL :
+		       kvmem_protect(r, &range, 1, KVMEM_PROT_RW, 0);
 	case KVMEMCLIENT_IOC_HOLD:
 		if (arg >= BITS_PER_LONG)
 			return -EINVAL;

@@ -21,5 +21,7 @@
 #define KVMEMCLIENT_IOC_FAIL	_IO(KVMEMCLIENT_IOC_MAGIC, 0x03)
 /* the region's fd: grant page @arg (< 64) no more, so its faults wait. */
 #define KVMEMCLIENT_IOC_HOLD	_IO(KVMEMCLIENT_IOC_MAGIC, 0x04)
+/* the region's fd: grant page @arg RW (kvmem_protect()). */
+#define KVMEMCLIENT_IOC_GRANT	_IO(KVMEMCLIENT_IOC_MAGIC, 0x05)
 
 #endif /* _KVERBS_KVMEMCLIENT_H */

@@ -108,9 +108,8 @@ out:
 	return ret;
 }
 
-/* RC transport retries, and the ack timeout: 4.096 us * 2^17 = 0.54 s */
+/* RC transport retries; see kverbs_conn_param() */
 #define KVERBS_RETRY		6
-#define KVERBS_ACK_TIMEOUT	17
 
 static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 			      struct rdma_conn_param *param)
@@ -125,14 +124,16 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
 	/*
-	 * A peer that vanished fails an endpoint that sends to it after
-	 * KVERBS_RETRY + 1 transmissions KVERBS_ACK_TIMEOUT apart: 7 x 0.54 s,
-	 * about 4 s.  Not 7 retries: rxe (like some HCAs) takes 7 as "retry
-	 * forever".  The ack timeout is set rather than left to the CM's
-	 * default, which on RoCE is 2.1 s (a 15 s bound).
+	 * On IB and RoCE, a peer that vanished fails an endpoint that sends
+	 * to it after KVERBS_RETRY + 1 transmissions an ack timeout apart
+	 * (module parameter ack_timeout, default 17: 7 x 0.54 s, about 4 s).
+	 * Not 7 retries: rxe takes 7 as "retry forever".  The timeout is
+	 * set rather than left to the CM's RoCE default of 2.1 s (a 15 s
+	 * bound).  A passive QP retries as the active peer's request asked.
 	 */
 	param->retry_count = KVERBS_RETRY;
-	if (rdma_set_ack_timeout(ep->cm_id, KVERBS_ACK_TIMEOUT))
+	if (rdma_set_ack_timeout(ep->cm_id,
+				 clamp(READ_ONCE(kverbs_ack_timeout), 1U, 31U)))
 		pr_warn_once("cannot set the RC ack timeout; the CM's default applies\n");
 	param->rnr_retry_count = min(READ_ONCE(kverbs_rnr_retry), 7U);
 }

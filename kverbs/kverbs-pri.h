@@ -32,6 +32,7 @@ extern struct workqueue_struct *kverbs_wq;
 
 /* Tuning for tests, module parameters of kverbs.ko (main.c). */
 extern unsigned int kverbs_rnr_retry;
+extern unsigned int kverbs_ack_timeout;
 extern unsigned int kverbs_signal_interval;
 
 #ifdef KVERBS_TESTING

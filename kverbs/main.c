@@ -14,12 +14,19 @@ const struct kverbs_upper_ops *kverbs_upper;
 
 /*
  * Tuning that only tests need, kept out of the public domain attributes;
- * read when an endpoint connects (rnr_retry) or is set up (the interval).
+ * read when an endpoint connects (rnr_retry, ack_timeout) or is set up (the
+ * interval).
  */
 unsigned int kverbs_rnr_retry = 7;
 module_param_named(rnr_retry, kverbs_rnr_retry, uint, 0644);
 MODULE_PARM_DESC(rnr_retry,
 		 "RNR retry count of new connections, 0..7 (7 = infinite); tests use 0 so that a flow-control bug fails instead of stalling");
+
+/* See kverbs_conn_param(): the dead-peer bound is 7 x this timeout. */
+unsigned int kverbs_ack_timeout = 17;
+module_param_named(ack_timeout, kverbs_ack_timeout, uint, 0644);
+MODULE_PARM_DESC(ack_timeout,
+		 "RC ack timeout of new connections, 4.096 us * 2^N, 1..31; 17 (0.54 s) fails a send to a vanished peer in about 4 s");
 
 unsigned int kverbs_signal_interval;
 module_param_named(signal_interval, kverbs_signal_interval, uint, 0644);

@@ -338,15 +338,15 @@ static vm_fault_t kvmem_pfn_mkwrite(struct vm_fault *vmf)
 	struct kvmem_region *r = vma->vm_private_data;
 	u32 idx = vmf->pgoff;
 	u32 prot;
-	bool dead;
+	bool gone;
 
 	if (idx >= r->npages)
 		return VM_FAULT_SIGBUS;
 	spin_lock_bh(&r->lock);
 	prot = r->prot[idx];
-	dead = r->dead;
+	gone = kvmem_gone(r, idx);
 	spin_unlock_bh(&r->lock);
-	if (dead)
+	if (gone)
 		return VM_FAULT_SIGBUS;
 	if (prot == KVMEM_PROT_RW)
 		return 0;

@@ -877,9 +877,10 @@ def _dead_peer(res, suite, server, client):
                      "tail -n 6", timeout=150).out
     res.check(suite, f"{client.name}: its endpoint to the killed "
               f"{server.name} fails within {DEAD_PEER_BOUND_S} s "
-              f"(took {took:.1f} s)", r.rc == 0, r.out + out)
-    client.run("for i in $(seq 150); do grep -q rc= /tmp/dead.out && break; "
-               "sleep 0.2; done; rmmod kping", timeout=60)
+              f"(took {took:.1f} s)", r.rc == 0 and
+              took <= DEAD_PEER_BOUND_S, r.out + out)
+    # kping's client waits for its reply timeout (120 s) before it sees
+    # the failed endpoint; the teardown reboots the guest under it.
 
 
 def suite_smp(res, kernel, name):

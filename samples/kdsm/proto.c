@@ -160,8 +160,12 @@ int kdsm_fault(const struct kdsm_geo *g, struct kdsm_page *pg, u32 page,
  * requester's copy is valid; a requester that owns the page already
  * gets its reply from the home.
  *
+ * The effector queues at most one request per node and page (a node
+ * has one outstanding), and refuses a second.
+ *
  * Context: any; the page's lock held.
- * Return: the number of actions, or -EPROTO (the owner asked to read).
+ * Return: the number of actions, or -EPROTO (a holder asked to read, or
+ * the current requester asked again).
  */
 int kdsm_home_request(const struct kdsm_geo *g, struct kdsm_home *h,
 		      u8 from, bool write, struct kdsm_act *acts)
@@ -171,12 +175,16 @@ int kdsm_home_request(const struct kdsm_geo *g, struct kdsm_home *h,
 
 	if (!kdsm_node_ok(g, from) || !kdsm_node_ok(g, h->owner))
 		return -EPROTO;
+	/* the requester of the transaction in flight has nothing to ask */
+	if (h->busy && from == h->cur)
+		return -EPROTO;
 	if (h->busy)
 		return kdsm_push(acts, 0, (struct kdsm_act){
 			.kind = KDSM_ACT_QUEUE, .node = from,
 			.type = write ? KDSM_WRITE_REQ : KDSM_READ_REQ });
 	if (!write) {
-		if (from == h->owner)
+		/* the owner and the sharers can read already */
+		if (from == h->owner || h->copyset & kdsm_bit(from))
 			return -EPROTO;
 		h->copyset |= kdsm_bit(from);
 		h->busy = true;

@@ -2,8 +2,12 @@
 /*
  * kdsm protocol: the wire message, the per-node page state, the home's
  * directory entry, and the pure transition functions (proto.c) that the
- * module's effector runs and KUnit enumerates.  Documentation/kdsm-design.rst
- * explains the protocol; the rules below are the ones the code checks.
+ * module's effector runs and KUnit exercises in simulated clusters.
+ * Documentation/kdsm-design.rst explains the protocol; the rules below are
+ * the ones the code checks.  Trust: a peer is a node of the cluster
+ * running this protocol; messages are checked against their type, their
+ * direction (requests to the home, forwards from it) and the receiving
+ * page's state, not against a transaction id.
  *
  * Nodes are numbered 1..nnodes (the kverbs node id); bit n - 1 of a
  * node set is node n.  Every transition takes the state and one event and

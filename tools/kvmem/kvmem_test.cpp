@@ -502,8 +502,8 @@ TEST(Kvmem, ClientDestroyRacesItsOwnCallbacks)
 }
 
 // kvmem_fail(): a failed page raises SIGBUS on access, including in a task
-// already waiting for it (the client held it back), while the region's
-// other pages keep working.
+// already waiting for it (the client held it back) and after a grant,
+// while the region's other pages keep working.
 TEST(Kvmem, FailedPageRaisesSigbusOthersWork)
 {
     if (::access("/dev/kvmemclient", F_OK) != 0)
@@ -531,6 +531,8 @@ TEST(Kvmem, FailedPageRaisesSigbusOthersWork)
                       _exit(11);
                   p[4096] = 2;
                   stage->store(p[4096] == 2 ? 1 : -1);
+                  if (::ioctl(fd, KVMEMCLIENT_IOC_GRANT, 0UL) != 0)
+                      _exit(12);  // grants succeed, and change nothing
                   (void)p[0];
                   stage->store(2);
               }), SIGBUS);
