@@ -52,6 +52,14 @@ static struct kdsm_msg kdsm_t_msg(u8 type, u32 page, u8 node, u8 acks,
 				  .node = node, .acks = acks, .flags = flags };
 }
 
+/* @m, @len bytes from @from, must be refused; @what names the case. */
+static void kdsm_t_refused(struct kunit *test, struct kdsm_msg m, u32 len,
+			   u8 from, const char *what, unsigned int i)
+{
+	KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(&kdsm_t_geo, &m, len, from),
+			    -EPROTO, "%s, message %u", what, i);
+}
+
 /* Each valid message of each type, then each field broken alone. */
 static void kdsm_msg_validation(struct kunit *test)
 {
@@ -73,71 +81,61 @@ static void kdsm_msg_validation(struct kunit *test)
 	};
 	struct kdsm_msg m;
 	unsigned int i;
+	u8 from;
 
 	for (i = 0; i < ARRAY_SIZE(ok); i++) {
 		m = ok[i].m;
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				    0, "valid message %u", i);
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 31, ok[i].from),
-				    -EPROTO, "short %u", i);
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 33, ok[i].from),
-				    -EPROTO, "long %u", i);
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, 1), -EPROTO,
-				    "from self %u", i);
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, 5), -EPROTO,
-				    "from no node %u", i);
-		m = ok[i].m;
+		from = ok[i].from;
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, from), 0,
+				    "valid message %u", i);
+		kdsm_t_refused(test, m, 31, from, "short", i);
+		kdsm_t_refused(test, m, 33, from, "long", i);
+		kdsm_t_refused(test, m, 32, 1, "from self", i);
+		kdsm_t_refused(test, m, 32, 5, "from no node", i);
 		m.page = cpu_to_be32(64);
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				    -EPROTO, "page %u", i);
+		kdsm_t_refused(test, m, 32, from, "page", i);
 		m = ok[i].m;
 		m.reserved0 = cpu_to_be16(1);
-		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				-EPROTO);
+		kdsm_t_refused(test, m, 32, from, "reserved0", i);
 		m = ok[i].m;
 		m.reserved1 = cpu_to_be16(1);
-		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				-EPROTO);
+		kdsm_t_refused(test, m, 32, from, "reserved1", i);
 		m = ok[i].m;
 		m.reserved2 = cpu_to_be64(1);
-		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				-EPROTO);
+		kdsm_t_refused(test, m, 32, from, "reserved2", i);
 		m = ok[i].m;
 		m.arg = cpu_to_be64(1);
-		KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				-EPROTO);
+		kdsm_t_refused(test, m, 32, from, "arg", i);
 		m = ok[i].m;
 		m.flags |= 0x80;
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				    -EPROTO, "flags %u", i);
+		kdsm_t_refused(test, m, 32, from, "flags", i);
 		m = ok[i].m;
 		m.acks = 4;	/* more than nnodes - 1 */
-		KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(g, &m, 32, ok[i].from),
-				    -EPROTO, "acks %u", i);
+		kdsm_t_refused(test, m, 32, from, "acks", i);
 	}
-	m = kdsm_t_msg(0, 4, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
-	m = kdsm_t_msg(KDSM_MSG_TYPES, 4, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	i = ARRAY_SIZE(ok);	/* the single cases below */
+	kdsm_t_refused(test, kdsm_t_msg(0, 4, 0, 0, 0), 32, 2, "type 0", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_MSG_TYPES, 4, 0, 0, 0), 32, 2,
+		       "unknown type", i);
 	/* requests and DONE only to the page's home */
-	m = kdsm_t_msg(KDSM_READ_REQ, 5, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
-	m = kdsm_t_msg(KDSM_DONE, 5, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REQ, 5, 0, 0, 0), 32, 3,
+		       "request to a node not the home", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_DONE, 5, 0, 0, 0), 32, 3,
+		       "DONE to a node not the home", i);
 	/* forwards and invalidations only from it, for another node */
-	m = kdsm_t_msg(KDSM_INV, 5, 4, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
-	m = kdsm_t_msg(KDSM_FWD_READ, 5, 1, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
-	m = kdsm_t_msg(KDSM_FWD_READ, 5, 0, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
-	m = kdsm_t_msg(KDSM_FWD_WRITE, 5, 5, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 2), -EPROTO);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_INV, 5, 4, 0, 0), 32, 3,
+		       "INV not from the home", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_FWD_READ, 5, 1, 0, 0), 32, 2,
+		       "forward for ourselves", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_FWD_READ, 5, 0, 0, 0), 32, 2,
+		       "forward for node 0", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_FWD_WRITE, 5, 5, 0, 0), 32, 2,
+		       "forward for no node", i);
 	/* a node field where none belongs */
-	m = kdsm_t_msg(KDSM_INV_ACK, 5, 2, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
-	m = kdsm_t_msg(KDSM_READ_REQ, 4, 2, 0, 0);
-	KUNIT_EXPECT_EQ(test, kdsm_msg_check(g, &m, 32, 3), -EPROTO);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_INV_ACK, 5, 2, 0, 0), 32, 3,
+		       "node in an ack", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REQ, 4, 2, 0, 0), 32, 3,
+		       "node in a request", i);
 }
 
 /* Events that cannot happen in a state are refused, the state unchanged. */

@@ -397,6 +397,31 @@ TEST(Kvmem, DestroyedRegionRaisesSigbus)
               }), SIGBUS);
 }
 
+// A region of kunit/kvmemclient.ko, mapped whole: @dev is the client's file
+// (closing it destroys the region), @fd the region's descriptor.  At the
+// first step that fails, the later fields stay -1 / nullptr and errno says
+// why.
+struct ClientRegion {
+    int dev = -1;
+    int fd = -1;
+    std::uint8_t *base = nullptr;
+};
+
+ClientRegion client_region(unsigned long pages)
+{
+    ClientRegion c;
+    c.dev = ::open("/dev/kvmemclient", O_RDWR | O_CLOEXEC);
+    if (c.dev < 0)
+        return c;
+    c.fd = ::ioctl(c.dev, KVMEMCLIENT_IOC_REGION, pages);
+    if (c.fd < 0)
+        return c;
+    void *m = ::mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, c.fd, 0);
+    if (m != MAP_FAILED)
+        c.base = static_cast<std::uint8_t *>(m);
+    return c;
+}
+
 // A kernel client (kunit/kvmemclient.ko, as a DSM would) hands its process
 // a descriptor of its region: kvmem's own ioctls that change protections or
 // destroy the region must not work on it (the process would grant itself
@@ -404,14 +429,13 @@ TEST(Kvmem, DestroyedRegionRaisesSigbus)
 // region, and stats stay readable.
 TEST(Kvmem, ClientRegionTakesNoKvmemProtectionIoctls)
 {
-    const int dev = ::open("/dev/kvmemclient", O_RDWR | O_CLOEXEC);
-    if (dev < 0)
+    const ClientRegion c = client_region(2);
+    if (c.dev < 0)
         GTEST_SKIP() << "no /dev/kvmemclient: kunit/kvmemclient.ko not loaded";
-    const int fd = ::ioctl(dev, KVMEMCLIENT_IOC_REGION, 2UL);
-    ASSERT_GE(fd, 0) << std::strerror(errno);
-    void *m = ::mmap(nullptr, 2 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    ASSERT_NE(m, MAP_FAILED) << std::strerror(errno);
-    auto *p = static_cast<volatile std::uint8_t *>(m);
+    ASSERT_GE(c.fd, 0) << std::strerror(errno);
+    ASSERT_NE(c.base, nullptr) << std::strerror(errno);
+    const int fd = c.fd;
+    auto *p = static_cast<volatile std::uint8_t *>(c.base);
     p[0] = 7;  // the client grants RW from the fault
 
     kvmem_range page1{1, 1};  // never granted
@@ -440,11 +464,11 @@ TEST(Kvmem, ClientRegionTakesNoKvmemProtectionIoctls)
     EXPECT_EQ(::ioctl(fd, KVMEM_IOC_STATS, &s), 0) << std::strerror(errno);
     EXPECT_EQ(s.callbacks, 1U);  // only page 0's write fault
     EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO, nullptr), KVMEMCLIENT_HELLO);
-    ::munmap(m, 2 * 4096);
+    ::munmap(c.base, 2 * 4096);
 
     // The client destroys the region and frees its state: no callback
     // reaches it any more, while the descriptor lives on.
-    ::close(dev);
+    ::close(c.dev);
     errno = 0;
     EXPECT_EQ(::ioctl(fd, KVMEMCLIENT_IOC_HELLO, nullptr), -1);
     EXPECT_EQ(errno, ENODEV);
@@ -462,16 +486,13 @@ TEST(Kvmem, ClientDestroyRacesItsOwnCallbacks)
 {
     constexpr std::uint32_t pages = 64;
     const int status = child_status([] {
-        const int dev = ::open("/dev/kvmemclient", O_RDWR | O_CLOEXEC);
-        if (dev < 0)
+        const ClientRegion c = client_region(pages);
+        if (c.dev < 0)
             _exit(10);
-        const int fd = ::ioctl(dev, KVMEMCLIENT_IOC_REGION, static_cast<unsigned long>(pages));
-        if (fd < 0)
-            _exit(11);
-        void *m = ::mmap(nullptr, pages * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED)
-            _exit(12);
-        auto *base = static_cast<std::uint8_t *>(m);
+        if (c.base == nullptr)
+            _exit(c.fd < 0 ? 11 : 12);
+        const int fd = c.fd;
+        auto *base = c.base;
         std::atomic<std::uint32_t> done{0};
         std::atomic<int> last_errno{0};
         std::thread caller([&] {
@@ -486,7 +507,7 @@ TEST(Kvmem, ClientDestroyRacesItsOwnCallbacks)
         });
         while (done.load() < pages / 2)
             std::this_thread::yield();
-        ::close(dev);  // destroys the region mid-stream
+        ::close(c.dev);  // destroys the region mid-stream
         caller.join();
         const int e = last_errno.load();
         if (e != ENODEV && e != EFAULT)
@@ -513,13 +534,10 @@ TEST(Kvmem, FailedPageRaisesSigbusOthersWork)
     ASSERT_NE(shm, MAP_FAILED);
     auto *stage = static_cast<std::atomic<int> *>(shm);
     const auto setup = [] {
-        const int dev = ::open("/dev/kvmemclient", O_RDWR);
-        const int fd = dev < 0 ? -1 : ::ioctl(dev, KVMEMCLIENT_IOC_REGION, 4UL);
-        void *m = fd < 0 ? MAP_FAILED :
-                  ::mmap(nullptr, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-        if (m == MAP_FAILED)
+        const ClientRegion c = client_region(4);
+        if (c.base == nullptr)
             _exit(10);
-        return std::pair{fd, static_cast<volatile std::uint8_t *>(m)};
+        return std::pair{c.fd, static_cast<volatile std::uint8_t *>(c.base)};
     };
 
     // A page in use fails: the next access dies, another page works.
