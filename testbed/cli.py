@@ -18,7 +18,7 @@ from .results import Results
 SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
           "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
-          "kvmem-6.1", "kvmem-6.12", "kvmem-debug"]
+          "kvmem-6.1", "kvmem-6.12", "kvmem-debug", "kdsm-6.1"]
 
 
 def _kernels(series_list):
@@ -63,14 +63,15 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"(?:integration|kvmem|smp)-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kvmem|smp|kdsm)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if "cluster4" in chosen:
         need.add("6.1")
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
-                                                      "cluster", "kvmem"))]
+                                                      "cluster", "kvmem",
+                                                      "kdsm"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
             suites.meson_build()
@@ -102,6 +103,10 @@ def cmd_test(args):
         elif s.startswith("smp-"):
             suites.run_suite(res, s, suites.suite_smp,
                              kern[s.split("-", 1)[1]], s)
+        elif s.startswith("kdsm-"):
+            from . import suite_kdsm
+            suites.run_suite(res, s, suite_kdsm.suite_kdsm,
+                             kern[s.split("-", 1)[1]], s)
         elif s.startswith("kvmem-"):
             from . import suite_kvmem
             suites.run_suite(res, s, suite_kvmem.suite_kvmem,
@@ -114,45 +119,51 @@ def cmd_test(args):
 
 
 def cmd_demo(args):
-    from . import deps, dkms, kbuild, suites
+    """Boot 2 guests and run the showcase: SOR on the kdsm DSM."""
+    from . import deps, suite_kdsm, suites
     from .cluster import Cluster
     with Phase("setup"):
         deps.ensure()
     (k,) = _kernels([args.kernel])
-    with Phase("build"):
-        mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
-        suites.meson_build()
     workdir = build_dir() / "demo"
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    from . import initramfs
-    files = {f"/kvlab/modules/{p.name}": p for p in mods.values()}
-    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    with Phase("build"):
+        overlay = suite_kdsm.overlay_for(k, workdir)
     with Phase("boot 2-node cluster"), \
-            Cluster(k, nodes=2, workdir=workdir, overlay=overlay,
+            Cluster(k, nodes=2, workdir=workdir, overlay=overlay, smp=2,
                     port_base=args.port_base) as c:
         n0, n1 = c.nodes
         print(f"\n== {n0.name} ({n0.ip}) and {n1.name} ({n1.ip}), Debian "
               f"kernel {k.abi}, Soft-RoCE rxe0 on each ==")
         for n in c.nodes:
-            n.run_checked("insmod /kvlab/modules/kverbs.ko")
-        print(f"\n$ {n0.name}: insmod kping.ko   # echo server")
-        n0.run_checked(suites.kping(n0))
-        cmd = suites.kping(n1, n0, count=args.count, size=256)
-        print(f"$ {n1.name}: {cmd.replace('/kvlab/modules/', '')}")
-        r = n1.run(cmd, timeout=600)
-        print(f"\n-- {n1.name} kernel log --")
-        print(n1.run("dmesg | grep -E 'kverbs|kping'").out.rstrip())
-        print(f"\n-- {n0.name} kernel log --")
-        print(n0.run("dmesg | grep -E 'kverbs|kping'").out.rstrip())
-        print(f"\n-- {n0.name} /sys/kernel/debug/kverbs --")
-        print(n0.run("cat /sys/kernel/debug/kverbs/*/endpoints").out.rstrip())
-        n0.run("rmmod kping; rmmod kverbs")
-        n1.run("rmmod kping; rmmod kverbs")
-        ok = r.rc == 0
-    print(f"\ndemo: {'exchange OK' if ok else 'exchange FAILED'}; "
-          f"console logs in {workdir}")
+            n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
+                                      for m in suite_kdsm.MODS))
+        print(f"$ {suite_kdsm.create_cmd(c, n0)} --wait    # on each node")
+        outs = suite_kdsm.form(c)
+        for n, o in outs:
+            print(f"  {n.name}: {o.strip().splitlines()[0]}")
+        cmd = f"/kvlab/bin/kdsm-sor --size {args.size} --iters {args.iters}"
+        print(f"\n$ {cmd.replace('/kvlab/bin/', '')}    # on both nodes "
+              "at once")
+        runs = suite_kdsm.spmd(c, cmd)
+        for n, rc, out in runs:
+            print(f"-- {n.name} (exit {rc})")
+            print("\n".join(l for l in out.splitlines()
+                            if not l.startswith("rc=")))
+        print(f"\n-- {n0.name}: kdsmctl status --stats (excerpt)")
+        st = n0.run("/kvlab/bin/kdsmctl status --stats").out
+        print("\n".join(l for l in st.splitlines() if re.match(
+            r"(state|node|read_faults|write_faults|msgs_tx|events_|"
+            r"invalidations|rdma_write_bytes)", l)))
+        for n in c.nodes:
+            n.run("/kvlab/bin/kdsmctl delete; rmmod kdsm; rmmod kvmem; "
+                  "rmmod kverbs", timeout=120)
+        ok = all(rc == 0 for _, rc, _ in runs) and \
+            "0 cells differ" in runs[0][2]
+    print(f"\ndemo: {'SOR on the DSM equals the sequential run' if ok else 'FAILED'}"
+          f"; console logs in {workdir}")
     return 0 if ok else 1
 
 
@@ -168,9 +179,10 @@ def main(argv=None):
                                  formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("setup", help="install dependencies")
-    p = sub.add_parser("demo", help="boot 2 guests and run the exchange")
+    p = sub.add_parser("demo", help="boot 2 guests and run SOR on the DSM")
     p.add_argument("--kernel", default="6.1")
-    p.add_argument("--count", type=int, default=1000)
+    p.add_argument("--size", type=int, default=512)
+    p.add_argument("--iters", type=int, default=20)
     p.add_argument("--port-base", type=int, default=None,
                    help="UDP ports for the guest link (default: free ones)")
     p = sub.add_parser("test", help="run the suites")

@@ -21,8 +21,8 @@
 
 #include <linux/build_bug.h>
 #include <linux/types.h>
+#include <uapi/kverbs/kdsm.h>
 
-#define KDSM_MAX_NODES		8
 #define KDSM_MSG_LEN		32
 /* Most actions one event produces: an invalidation to every other node. */
 #define KDSM_MAX_ACTS		(KDSM_MAX_NODES + 2)

@@ -1,0 +1,856 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * A kdsm cluster at one node: the region, the full mesh of endpoints,
+ * setup (HELLO, keys, READY), the heartbeat, failure and teardown.
+ *
+ * Formation: node i connects to every node j < i and accepts the others.
+ * On each connection both sides send HELLO (protocol version, geometry,
+ * options) and the keys of their region for that peer; a mismatch is
+ * refused on both sides with the reason logged, and the cluster fails
+ * (KDSM_A_ERROR says why).  A node holding every peer's keys sends READY
+ * to all; it is READY itself when every peer's READY arrived, so no
+ * node can fault before every node can answer it with page data.
+ *
+ * Failure: a peer's endpoint going down (its guest died, it left, RC
+ * retries ran out) fails the cluster at this node and, by ABORT, at
+ * every other.  A failed node keeps what it holds: pages it can read or
+ * write stay so; any other access, and every pending fault, gets SIGBUS;
+ * locks and barriers return -EHOSTDOWN.  No transaction is resumed: with a
+ * fixed home, the pages homed or owned at the dead node are lost, and
+ * kdsm does not try to rebuild the others' directories.  The bound: a
+ * connection that carries traffic fails within kverbs' RC retry bound (7
+ * transmissions at 0.54 s, about 4 s); the heartbeat sends on every
+ * connection each KDSM_PING_MS, so an idle one does too; then one ABORT.
+ */
+#include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/jiffies.h>
+#include <linux/log2.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include <uapi/kverbs/cm.h>
+
+#include "kdsm-pri.h"
+
+static struct kdsm_peer kdsm_refused_peer = { .refused = true };
+
+static const char *const kdsm_refusal_text[] = {
+	[KDSM_REFUSE_NODE] = "unknown, duplicate or misdirected node id",
+	[KDSM_REFUSE_VERSION] = "another protocol version",
+	[KDSM_REFUSE_GEOMETRY] = "another node count, region size, placement or page size",
+	[KDSM_REFUSE_OPTIONS] = "other options",
+};
+
+static bool kdsm_live(const struct kdsm_cluster *kd)
+{
+	return kd->state == KDSM_STATE_READY ||
+	       kd->state == KDSM_STATE_FORMING;
+}
+
+static __printf(2, 0) void kdsm_vfail_locked(struct kdsm_cluster *kd, const char *fmt,
+			      va_list ap)
+{
+	lockdep_assert_held(&kd->lock);
+	if (!kdsm_live(kd))
+		return;
+	vsnprintf(kd->error, sizeof(kd->error), fmt, ap);
+	kd->state = KDSM_STATE_FAILED;
+	pr_err("cluster failed: %s\n", kd->error);
+	queue_work(kdsm_wq, &kd->fail_work);
+	wake_up_all(&kd->state_wq);
+	wake_up_all(&kd->sync_wq);
+}
+
+/**
+ * kdsm_fail_locked - fail the cluster at this node, with the reason
+ * @kd: cluster
+ * @fmt: the reason, for the log and KDSM_A_ERROR
+ *
+ * The first reason sticks.  Context: any; under kd->lock.
+ */
+void kdsm_fail_locked(struct kdsm_cluster *kd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	kdsm_vfail_locked(kd, fmt, ap);
+	va_end(ap);
+}
+
+/**
+ * kdsm_fail - as kdsm_fail_locked(), taking kd->lock
+ * @kd: cluster
+ * @fmt: the reason
+ *
+ * Context: any; kd->lock not held.
+ */
+void kdsm_fail(struct kdsm_cluster *kd, const char *fmt, ...)
+{
+	va_list ap;
+
+	spin_lock_bh(&kd->lock);
+	va_start(ap, fmt);
+	kdsm_vfail_locked(kd, fmt, ap);
+	va_end(ap);
+	spin_unlock_bh(&kd->lock);
+}
+
+/**
+ * kdsm_xmit_locked - send one KDSM_MSG_LEN message to node @to
+ * @kd: cluster
+ * @to: peer node
+ * @msg: the message
+ *
+ * Context: any; under kd->lock.
+ * Return: 0, -EAGAIN (no send buffer free), -ENOTCONN (no endpoint), or
+ * the endpoint's error.
+ */
+int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
+{
+	struct kverbs_ep *ep = kd->peers[to].ep;
+	struct kvmsg_buf *b;
+	int ret;
+
+	lockdep_assert_held(&kd->lock);
+	if (!ep)
+		return -ENOTCONN;
+	b = kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
+	if (IS_ERR(b))
+		return PTR_ERR(b);
+	memcpy(kvmsg_buf_data(b), msg, KDSM_MSG_LEN);
+	ret = kvmsg_send(b, KDSM_MSG_LEN, 0, NULL);
+	if (!ret)
+		kdsm_count_msg(kd, *(const u8 *)msg, true);
+	return ret;
+}
+
+/**
+ * kdsm_xmit - send one message, waiting for a send buffer
+ * @kd: cluster
+ * @to: peer node
+ * @msg: the message
+ *
+ * Context: process; may sleep.
+ * Return: as kdsm_xmit_locked(), never -EAGAIN; -EINTR on a fatal signal.
+ */
+int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
+{
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&kd->lock);
+		ret = kdsm_xmit_locked(kd, to, msg);
+		spin_unlock_bh(&kd->lock);
+		if (ret != -EAGAIN)
+			return ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(20, 100);	/* completions free buffers */
+	}
+}
+
+static void kdsm_sig(struct kdsm_sig *s, u8 type, u8 code, u8 node)
+{
+	*s = (struct kdsm_sig){ .type = type, .code = code, .node = node };
+}
+
+/* Refuse peer @p (or an unknown node on @ep), on both sides, with why. */
+static void kdsm_refuse(struct kdsm_cluster *kd, struct kverbs_ep *ep,
+			u8 node, u8 code, const char *detail)
+{
+	struct kdsm_sig s;
+	struct kvmsg_buf *b;
+
+	pr_err("refusing node %u: %s (%s)\n", node, kdsm_refusal_text[code],
+	       detail);
+	kdsm_sig(&s, KDSM_REFUSE, code, kd->geo.self);
+	b = kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
+	if (!IS_ERR(b)) {
+		memcpy(kvmsg_buf_data(b), &s, sizeof(s));
+		kvmsg_send(b, KDSM_MSG_LEN, 0, NULL);
+	}
+	spin_lock_bh(&kd->lock);
+	if (kd->state == KDSM_STATE_FORMING)
+		kdsm_fail_locked(kd, "node %u refused node %u: %s (%s)",
+				 kd->geo.self, node, kdsm_refusal_text[code],
+				 detail);
+	spin_unlock_bh(&kd->lock);
+}
+
+static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
+			    u8 shift, u16 nkeys)
+{
+	*h = (struct kdsm_hello){
+		.type = KDSM_HELLO,
+		.version = KDSM_PROTO_VERSION,
+		.nnodes = kd->geo.nnodes,
+		.placement = kd->geo.block ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC,
+		.npages = cpu_to_be32(kd->geo.npages),
+		.options = cpu_to_be32(kd->options),
+		.page_shift = PAGE_SHIFT,
+		.extent_shift = shift,
+		.nkeys = cpu_to_be16(nkeys),
+	};
+}
+
+/*
+ * Our HELLO and our region's keys for peer @p, in order: one key per
+ * extent of the grant (kverbs_grant_extent()).
+ */
+static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p)
+{
+	u64 ext = kverbs_grant_extent(p->grant);
+	u64 len = (u64)kd->geo.npages << PAGE_SHIFT;
+	u32 i, nkeys = DIV_ROUND_UP_ULL(len, ext);
+	struct kverbs_remote rem;
+	struct kdsm_hello h;
+	struct kdsm_key k;
+	int ret;
+
+	kdsm_hello_fill(kd, &h, ilog2(ext), nkeys);
+	ret = kdsm_xmit(kd, p->node, &h);
+	for (i = 0; !ret && i < nkeys; i++) {
+		ret = kverbs_grant_remote(p->grant, i * ext, PAGE_SIZE, &rem);
+		if (ret)
+			break;
+		k = (struct kdsm_key){ .type = KDSM_KEY,
+				       .index = cpu_to_be32(i),
+				       .rkey = cpu_to_be32(rem.rkey) };
+		ret = kdsm_xmit(kd, p->node, &k);
+	}
+	return ret;
+}
+
+static void kdsm_connected(struct kverbs_ep *ep)
+{
+	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
+	struct kdsm_peer *p = kverbs_ep_priv(ep);
+	u32 node = kverbs_ep_peer_node(ep);
+	struct kverbs_grant *g;
+	char why[64];
+	int ret;
+
+	if (!p) {	/* accepted: nodes with higher ids dial us */
+		if (node <= kd->geo.self || node > kd->geo.nnodes) {
+			snprintf(why, sizeof(why),
+				 "node %u accepts only nodes %u..%u",
+				 kd->geo.self, kd->geo.self + 1,
+				 kd->geo.nnodes);
+			goto refuse;
+		}
+		p = &kd->peers[node];
+		spin_lock_bh(&kd->lock);
+		if (p->ep || p->refused || !kdsm_live(kd)) {
+			spin_unlock_bh(&kd->lock);
+			snprintf(why, sizeof(why), "node %u is connected already",
+				 node);
+			goto refuse;
+		}
+		p->ep = ep;
+		spin_unlock_bh(&kd->lock);
+		kverbs_ep_set_priv(ep, p);
+	} else {
+		if (node != p->node) {
+			snprintf(why, sizeof(why),
+				 "dialed node %u at %pISpc, it says node %u",
+				 p->node, &p->addr, node);
+			kverbs_ep_set_priv(ep, &kdsm_refused_peer);
+			kdsm_refuse(kd, ep, node, KDSM_REFUSE_NODE, why);
+			return;
+		}
+		spin_lock_bh(&kd->lock);
+		p->ep = ep;
+		spin_unlock_bh(&kd->lock);
+	}
+	g = kverbs_region_grant(kd->kr, ep, KVERBS_ACCESS_REMOTE_READ |
+				KVERBS_ACCESS_REMOTE_WRITE);
+	ret = PTR_ERR_OR_ZERO(g);
+	if (!ret) {
+		p->grant = g;
+		ret = kdsm_greet(kd, p);
+	}
+	if (ret)
+		kdsm_fail(kd, "node %u: greeting node %u failed: %d",
+			  kd->geo.self, p->node, ret);
+	else
+		pr_info("node %u connected to node %u\n", kd->geo.self,
+			p->node);
+	return;
+
+refuse:
+	kverbs_ep_set_priv(ep, &kdsm_refused_peer);
+	kdsm_refuse(kd, ep, node, KDSM_REFUSE_NODE, why);
+}
+
+static void kdsm_disconnected(struct kverbs_ep *ep, int err)
+{
+	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
+	struct kdsm_peer *p = kverbs_ep_priv(ep);
+
+	if (!p || p->refused)
+		return;
+	spin_lock_bh(&kd->lock);
+	if (p->ep == ep)
+		p->ep = NULL;
+	kdsm_fail_locked(kd, "node %u lost node %u (%d)", kd->geo.self,
+			 p->node, err);
+	spin_unlock_bh(&kd->lock);
+}
+
+/* Every peer's keys are here: tell them all. */
+static bool kdsm_keys_complete(struct kdsm_cluster *kd)
+{
+	u8 n;
+
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self && !kdsm_peer_keyed(&kd->peers[n]))
+			return false;
+	return true;
+}
+
+static bool kdsm_all_ready(struct kdsm_cluster *kd)
+{
+	u8 n;
+
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self && !kd->peers[n].ready)
+			return false;
+	return true;
+}
+
+static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
+			   struct kverbs_ep *ep, const struct kdsm_hello *h)
+{
+	u32 npages = be32_to_cpu(h->npages);
+	u16 nkeys = be16_to_cpu(h->nkeys);
+	char why[96];
+	u32 *keys;
+	u8 code = 0;
+
+	if (p->hello || memchr_inv(h->reserved, 0, sizeof(h->reserved)))
+		return -EPROTO;
+	if (h->version != KDSM_PROTO_VERSION) {
+		code = KDSM_REFUSE_VERSION;
+		snprintf(why, sizeof(why), "it runs version %u, this node %u",
+			 h->version, KDSM_PROTO_VERSION);
+	} else if (h->nnodes != kd->geo.nnodes || npages != kd->geo.npages ||
+		   h->placement != (kd->geo.block ? KDSM_PLACE_BLOCK :
+				    KDSM_PLACE_CYCLIC) ||
+		   h->page_shift != PAGE_SHIFT) {
+		code = KDSM_REFUSE_GEOMETRY;
+		snprintf(why, sizeof(why),
+			 "it has %u nodes, %u pages, placement %u, page shift %u; this node %u, %u, %u, %u",
+			 h->nnodes, npages, h->placement, h->page_shift,
+			 kd->geo.nnodes, kd->geo.npages, kd->geo.block,
+			 PAGE_SHIFT);
+	} else if (be32_to_cpu(h->options) != kd->options) {
+		code = KDSM_REFUSE_OPTIONS;
+		snprintf(why, sizeof(why), "it has options %#x, this node %#x",
+			 be32_to_cpu(h->options), kd->options);
+	} else if (h->extent_shift < PAGE_SHIFT || h->extent_shift > 40 ||
+		   nkeys != DIV_ROUND_UP_ULL((u64)npages << PAGE_SHIFT,
+					     1ULL << h->extent_shift)) {
+		return -EPROTO;
+	}
+	if (code) {
+		p->refused = true;
+		kdsm_refuse(kd, ep, p->node, code, why);
+		return 0;
+	}
+	keys = kcalloc(nkeys, sizeof(*keys), GFP_ATOMIC);
+	if (!keys)
+		return -EAGAIN;
+	spin_lock_bh(&kd->lock);
+	p->rkeys = keys;
+	p->rkey_shift = h->extent_shift;
+	p->nkeys_want = nkeys;
+	p->hello = true;
+	spin_unlock_bh(&kd->lock);
+	return 0;
+}
+
+static int kdsm_key_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
+			 const struct kdsm_key *k)
+{
+	if (!p->hello || be32_to_cpu(k->index) != p->nkeys ||
+	    p->nkeys >= p->nkeys_want || memchr_inv(k->reserved0, 0, 3) ||
+	    memchr_inv(k->reserved, 0, sizeof(k->reserved)))
+		return -EPROTO;
+	spin_lock_bh(&kd->lock);
+	p->rkeys[p->nkeys++] = be32_to_cpu(k->rkey);
+	if (kdsm_keys_complete(kd))
+		wake_up_all(&kd->state_wq);
+	spin_unlock_bh(&kd->lock);
+	return 0;
+}
+
+static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
+			 struct kverbs_ep *ep, const void *data)
+{
+	const struct kdsm_sig *s = data;
+	u8 type = s->type;
+
+	switch (type) {
+	case KDSM_HELLO:
+		return kdsm_hello_recv(kd, p, ep, data);
+	case KDSM_KEY:
+		return kdsm_key_recv(kd, p, data);
+	}
+	if (s->reserved0 || memchr_inv(s->reserved, 0, sizeof(s->reserved)))
+		return -EPROTO;
+	switch (type) {
+	case KDSM_READY:
+		if (p->ready || !kdsm_peer_keyed(p))
+			return -EPROTO;
+		spin_lock_bh(&kd->lock);
+		p->ready = true;
+		if (kd->sent_ready && kdsm_all_ready(kd) &&
+		    kd->state == KDSM_STATE_FORMING) {
+			kd->state = KDSM_STATE_READY;
+			wake_up_all(&kd->state_wq);
+		}
+		spin_unlock_bh(&kd->lock);
+		return 0;
+	case KDSM_PING:
+		return 0;
+	case KDSM_REFUSE:
+		if (!s->code || s->code >= ARRAY_SIZE(kdsm_refusal_text))
+			return -EPROTO;
+		p->refused = true;
+		kdsm_fail(kd, "node %u refused node %u: %s", p->node,
+			  kd->geo.self, kdsm_refusal_text[s->code]);
+		return 0;
+	case KDSM_ABORT:
+		if (s->node < 1 || s->node > kd->geo.nnodes)
+			return -EPROTO;
+		kdsm_fail(kd, "node %u reports node %u lost", p->node, s->node);
+		return 0;
+	}
+	if (!kdsm_peer_keyed(p))
+		return -EPROTO;
+	return kdsm_sync_recv(kd, p->node, s);
+}
+
+static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+		     enum kvmsg_ctx ctx)
+{
+	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
+	struct kdsm_peer *p = kverbs_ep_priv(ep);
+	const struct kdsm_msg *m = kvmsg_rx_data(rx);
+	u32 len = kvmsg_rx_len(rx);
+	int ret;
+
+	/*
+	 * A refused peer's messages are dropped, not rejected: rejecting
+	 * closes the connection, which may reach the peer before our
+	 * REFUSE does, and it would not learn why.
+	 */
+	if (!p || p->refused)
+		return 0;
+	if (len != KDSM_MSG_LEN) {
+		ret = -EPROTO;
+		goto bad;
+	}
+	kdsm_count_msg(kd, m->type, false);
+	if (m->type >= KDSM_HELLO && m->type < KDSM_CTL_END) {
+		ret = kdsm_ctl_recv(kd, p, ep, m);
+	} else if (!kdsm_peer_keyed(p)) {
+		ret = -EPROTO;	/* no page traffic before its keys */
+	} else {
+		ret = kdsm_msg_check(&kd->geo, m, len, p->node);
+		if (!ret)
+			ret = kdsm_engine_recv(kd, p, m, ctx);
+	}
+	if (!ret || ret == -EAGAIN)
+		return ret;
+bad:
+	kdsm_count(kd, KDSM_STAT_MALFORMED, 1);
+	pr_err_ratelimited("node %u: malformed message (type %u, %u bytes) from node %u: %d, closing\n",
+			   kd->geo.self, len ? m->type : 0, len, p->node, ret);
+	return ret;
+}
+
+static void kdsm_send_done(struct kverbs_ep *ep, void *cookie, int status)
+{
+}
+
+static const struct kverbs_domain_ops kdsm_domain_ops = {
+	.connected = kdsm_connected,
+	.disconnected = kdsm_disconnected,
+};
+
+static const struct kvmsg_ops kdsm_msg_ops = {
+	.recv = kdsm_recv,
+	.send_done = kdsm_send_done,
+};
+
+static const struct kvmem_ops kdsm_kvmem_ops = {
+	.fault = kdsm_engine_fault,
+	.ioctl = kdsm_region_ioctl,
+};
+
+/* Tell every peer we hold their keys, then wait for theirs. */
+static void kdsm_announce(struct kdsm_cluster *kd, unsigned long deadline)
+{
+	struct kdsm_sig s;
+	long left;
+	u8 n;
+
+	left = max_t(long, deadline - jiffies, 1);
+	left = wait_event_timeout(kd->state_wq, !kdsm_live(kd) ||
+				  kdsm_keys_complete(kd), left);
+	if (!left)
+		goto timeout;
+	kdsm_sig(&s, KDSM_READY, 0, 0);
+	for (n = 1; n <= kd->geo.nnodes; n++) {
+		if (n == kd->geo.self || !kdsm_live(kd))
+			continue;
+		if (kdsm_xmit(kd, n, &s))
+			return;	/* ->disconnected() fails the cluster */
+	}
+	spin_lock_bh(&kd->lock);
+	kd->sent_ready = true;
+	if (kdsm_all_ready(kd) && kd->state == KDSM_STATE_FORMING) {
+		kd->state = KDSM_STATE_READY;
+		wake_up_all(&kd->state_wq);
+	}
+	spin_unlock_bh(&kd->lock);
+	left = max_t(long, deadline - jiffies, 1);
+	if (wait_event_timeout(kd->state_wq, kd->state != KDSM_STATE_FORMING,
+			       left))
+		goto done;
+timeout:
+	spin_lock_bh(&kd->lock);
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self && !kd->peers[n].ready)
+			break;
+	kdsm_fail_locked(kd, "node %u: node %u not ready within %u ms",
+			 kd->geo.self, n, kd->join_ms);
+	spin_unlock_bh(&kd->lock);
+done:
+	if (kd->state == KDSM_STATE_READY)
+		pr_info("node %u: cluster of %u nodes ready, %u pages\n",
+			kd->geo.self, kd->geo.nnodes, kd->geo.npages);
+}
+
+static void kdsm_form_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       form_work);
+	unsigned long deadline = jiffies + msecs_to_jiffies(kd->join_ms);
+	struct kverbs_ep *ep;
+	u8 j;
+
+	for (j = 1; j < kd->geo.self; j++) {
+		struct kdsm_peer *p = &kd->peers[j];
+
+		for (;;) {
+			if (!kdsm_live(kd))
+				return;
+			ep = kverbs_ep_connect(kd->dom,
+					       (struct sockaddr *)&p->addr,
+					       KDSM_CONNECT_MS, p);
+			if (!IS_ERR(ep)) {
+				p->dialed = ep;
+				break;
+			}
+			if (time_after(jiffies, deadline)) {
+				kdsm_fail(kd, "node %u: node %u at %pISpc: %pe after %u ms",
+					  kd->geo.self, j, &p->addr, ep,
+					  kd->join_ms);
+				return;
+			}
+			msleep(200);	/* it may not listen yet */
+		}
+	}
+	kdsm_announce(kd, deadline);
+}
+
+/* Fail what can no longer be obtained; see the top of this file. */
+static void kdsm_fail_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       fail_work);
+	u32 first, end, page, npages = kd->geo.npages;
+	struct kvmem_range range;
+	unsigned long *lost;
+	struct kdsm_sig s;
+	u8 n;
+
+	kdsm_sig(&s, KDSM_ABORT, 0, kd->geo.self);
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self)
+			kdsm_xmit(kd, n, &s);	/* best effort */
+	kdsm_sync_fail(kd);
+	lost = bitmap_zalloc(npages, GFP_KERNEL);
+	spin_lock_bh(&kd->lock);
+	for (page = 0; lost && page < npages; page++)
+		if (kd->pg[page].prot == KDSM_NONE || kd->pg[page].pending)
+			__set_bit(page, lost);
+	spin_unlock_bh(&kd->lock);
+	/* without memory the faults still fail, one by one, as they come */
+	for (first = 0; lost && first < npages; first = end) {
+		first = find_next_bit(lost, npages, first);
+		if (first >= npages)
+			break;
+		end = find_next_zero_bit(lost, npages, first);
+		range = (struct kvmem_range){ .first = first,
+					      .count = end - first };
+		kvmem_fail(kd->vr, &range, 1);
+	}
+	bitmap_free(lost);
+}
+
+static void kdsm_ping_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(to_delayed_work(w),
+					       struct kdsm_cluster, ping_work);
+	struct kdsm_sig s;
+	u8 n;
+
+	kdsm_sig(&s, KDSM_PING, 0, 0);
+	spin_lock_bh(&kd->lock);
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self)
+			kdsm_xmit_locked(kd, n, &s);	/* busy: no need */
+	if (kdsm_live(kd))
+		queue_delayed_work(kdsm_wq, &kd->ping_work,
+				   msecs_to_jiffies(KDSM_PING_MS));
+	spin_unlock_bh(&kd->lock);
+}
+
+/*
+ * Home pages start owned and writable at their home, the rest NONE:
+ * one kvmem_protect() per KVMEM_MAX_RANGES runs (cyclic placement makes
+ * a run of every page).
+ */
+static int kdsm_pages_init(struct kdsm_cluster *kd)
+{
+	struct kvmem_range *ranges;
+	u32 p, nr = 0, n = kd->geo.npages;
+	int ret = 0;
+
+	kd->pg = vcalloc(n, sizeof(*kd->pg));
+	kd->home = vcalloc(n, sizeof(*kd->home));
+	kd->homeq = vcalloc(n, sizeof(*kd->homeq));
+	kd->homeq_len = vcalloc(n, sizeof(*kd->homeq_len));
+	kd->defer = vcalloc(n, sizeof(*kd->defer));
+	kd->fault_t0 = vcalloc(n, sizeof(*kd->fault_t0));
+	ranges = kvmalloc_array(KVMEM_MAX_RANGES, sizeof(*ranges), GFP_KERNEL);
+	if (!kd->pg || !kd->home || !kd->homeq || !kd->homeq_len ||
+	    !kd->defer || !kd->fault_t0 || !ranges) {
+		kvfree(ranges);
+		return -ENOMEM;
+	}
+	for (p = 0; p < n && !ret; p++) {
+		u8 home = kdsm_home_of(&kd->geo, p);
+
+		kd->home[p].owner = home;	/* meaningful at the home only */
+		if (home != kd->geo.self)
+			continue;
+		kd->pg[p] = (struct kdsm_page){ .prot = KDSM_RW, .owner = true };
+		if (nr && ranges[nr - 1].first + ranges[nr - 1].count == p) {
+			ranges[nr - 1].count++;
+			continue;
+		}
+		if (nr == KVMEM_MAX_RANGES) {
+			ret = kvmem_protect(kd->vr, ranges, nr, KVMEM_PROT_RW, 0);
+			nr = 0;
+		}
+		ranges[nr++] = (struct kvmem_range){ .first = p, .count = 1 };
+	}
+	if (!ret && nr)
+		ret = kvmem_protect(kd->vr, ranges, nr, KVMEM_PROT_RW, 0);
+	kvfree(ranges);
+	return ret;
+}
+
+static void kdsm_cluster_free(struct kdsm_cluster *kd)
+{
+	u8 n;
+
+	for (n = 1; n <= KDSM_MAX_NODES; n++)
+		kfree(kd->peers[n].rkeys);
+	vfree(kd->pg);
+	vfree(kd->home);
+	vfree(kd->homeq);
+	vfree(kd->homeq_len);
+	vfree(kd->defer);
+	vfree(kd->fault_t0);
+	kfree(kd->lockwait);
+	kfree(kd->lockmgr);
+	free_percpu(kd->stats);
+	kfree(kd);
+}
+
+/**
+ * kdsm_cluster_create - join a cluster: region, listener, then the mesh
+ * @geo: this node's id, the node count, pages and placement (checked)
+ * @options: KDSM_OPT_* (checked)
+ * @port: rdma_cm port of every node
+ * @join_ms: deadline for the mesh and setup
+ * @addrs: address of every node, by id (index 0 unused); the port is set
+ *	here
+ *
+ * Returns at once; formation continues in the background: the cluster
+ * becomes READY or FAILED (KDSM_CMD_GET, kdsm_wait_ready()).
+ *
+ * Context: process; may sleep.
+ * Return: the cluster or ERR_PTR.
+ */
+struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
+					 u32 options, u16 port, u32 join_ms,
+					 const struct sockaddr_storage *addrs)
+{
+	struct kverbs_domain_attr attr = {
+		.ops = &kdsm_domain_ops,
+		.msg = &kdsm_msg_ops,
+		.name = "kdsm",
+		.node_id = geo->self,
+		.depth = KDSM_DEPTH,
+		.max_msg = max_t(u32, KDSM_MSG_LEN, KVERBS_CM_MIN_MSG),
+		.max_eps = geo->nnodes,
+	};
+	struct kdsm_cluster *kd;
+	struct page **pages;
+	u32 npages;
+	int ret;
+	u8 n;
+
+	kd = kzalloc(sizeof(*kd), GFP_KERNEL);
+	if (!kd)
+		return ERR_PTR(-ENOMEM);
+	kd->geo = *geo;
+	kd->options = options;
+	kd->port = port;
+	kd->join_ms = join_ms;
+	kd->state = KDSM_STATE_FORMING;
+	spin_lock_init(&kd->lock);
+	INIT_LIST_HEAD(&kd->deferred);
+	INIT_WORK(&kd->defer_work, kdsm_defer_work);
+	INIT_WORK(&kd->form_work, kdsm_form_work);
+	INIT_WORK(&kd->fail_work, kdsm_fail_work);
+	INIT_DELAYED_WORK(&kd->ping_work, kdsm_ping_work);
+	init_waitqueue_head(&kd->sync_wq);
+	init_waitqueue_head(&kd->state_wq);
+	for (n = 1; n <= geo->nnodes; n++) {
+		kd->peers[n].node = n;
+		kd->peers[n].dial = n < geo->self;
+		kd->peers[n].addr = addrs[n];
+		if (addrs[n].ss_family == AF_INET)
+			((struct sockaddr_in *)&kd->peers[n].addr)->sin_port =
+				htons(port);
+		else
+			((struct sockaddr_in6 *)&kd->peers[n].addr)->sin6_port =
+				htons(port);
+	}
+	kd->stats = alloc_percpu(struct kdsm_stats);
+	kd->lockwait = kcalloc(KDSM_MAX_LOCKS, sizeof(*kd->lockwait),
+			       GFP_KERNEL);
+	kd->lockmgr = kcalloc(KDSM_MAX_LOCKS, sizeof(*kd->lockmgr),
+			      GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!kd->stats || !kd->lockwait || !kd->lockmgr)
+		goto out_free;
+
+	kd->vr = kvmem_region_create(geo->npages, KVMEM_PROT_NONE,
+				     &kdsm_kvmem_ops, kd);
+	ret = PTR_ERR_OR_ZERO(kd->vr);
+	if (ret) {
+		kd->vr = NULL;
+		goto out_free;
+	}
+	ret = kdsm_pages_init(kd);
+	if (ret)
+		goto out_vr;
+	attr.priv = kd;
+	kd->dom = kverbs_domain_create(&attr);
+	ret = PTR_ERR_OR_ZERO(kd->dom);
+	if (ret)
+		goto out_vr;
+	pages = kvmem_region_pages(kd->vr, &npages);
+	kd->kr = kverbs_region_create(kd->dom, pages, npages);
+	ret = PTR_ERR_OR_ZERO(kd->kr);
+	if (ret)
+		goto out_dom;
+	if (geo->self < geo->nnodes) {
+		kd->listener = kverbs_listen(kd->dom, (struct sockaddr *)
+					     &kd->peers[geo->self].addr);
+		ret = PTR_ERR_OR_ZERO(kd->listener);
+		if (ret) {
+			kd->listener = NULL;
+			goto out_kr;
+		}
+	}
+	ret = kdsm_debugfs_add(kd);
+	if (ret)
+		goto out_listener;
+	queue_work(kdsm_wq, &kd->form_work);
+	queue_delayed_work(kdsm_wq, &kd->ping_work,
+			   msecs_to_jiffies(KDSM_PING_MS));
+	return kd;
+
+out_listener:
+	if (kd->listener)
+		kverbs_listener_destroy(kd->listener);
+out_kr:
+	kverbs_region_destroy(kd->kr);
+out_dom:
+	kverbs_domain_destroy(kd->dom);
+out_vr:
+	kvmem_region_destroy(kd->vr);
+out_free:
+	kdsm_cluster_free(kd);
+	return ERR_PTR(ret);
+}
+
+/**
+ * kdsm_cluster_destroy - leave: peers see this node go, mappings SIGBUS
+ * @kd: cluster
+ *
+ * Context: process; may sleep.  Under kdsm_ctl_mutex.
+ */
+void kdsm_cluster_destroy(struct kdsm_cluster *kd)
+{
+	u8 n;
+
+	kdsm_fail(kd, "node %u left", kd->geo.self);
+	cancel_work_sync(&kd->form_work);
+	cancel_delayed_work_sync(&kd->ping_work);
+	flush_work(&kd->fail_work);	/* sync waiters woken */
+	debugfs_remove_recursive(kd->debugfs);
+	if (kd->listener)
+		kverbs_listener_destroy(kd->listener);
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (kd->peers[n].dialed)
+			kverbs_ep_close(kd->peers[n].dialed);
+	kverbs_domain_destroy(kd->dom);	/* every ->disconnected ran */
+	kdsm_engine_drain(kd);
+	kverbs_region_destroy(kd->kr);
+	kvmem_region_destroy(kd->vr);
+	kdsm_cluster_free(kd);
+}
+
+/**
+ * kdsm_wait_ready - wait until the cluster is READY or FAILED
+ * @kd: cluster
+ *
+ * Context: process; killable, bounded by the join deadline.
+ * Return: 0 when READY, -EHOSTDOWN when FAILED, -ETIMEDOUT, -EINTR.
+ */
+long kdsm_wait_ready(struct kdsm_cluster *kd)
+{
+	long left = wait_event_killable_timeout(kd->state_wq,
+				kd->state != KDSM_STATE_FORMING,
+				msecs_to_jiffies(kd->join_ms) + HZ);
+
+	if (left < 0)
+		return -EINTR;
+	if (!left)
+		return -ETIMEDOUT;
+	return kd->state == KDSM_STATE_READY ? 0 : -EHOSTDOWN;
+}

@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kdsm internals: the cluster, its peers, the event queue and the
+ * control messages.  The protocol's transitions are in proto.h; the
+ * effector that runs their actions is engine.c.
+ *
+ * Locking:
+ * - kdsm_ctl_mutex (main.c) serialises CREATE, DELETE and ATTACH and
+ *   guards kdsm_cl, the one cluster of this node.
+ * - kd->lock (spinlock, BH-safe) guards the protocol state (pages, home
+ *   entries and queues), the deferred queue, the peers' endpoint
+ *   pointers, the sync state and kd->state.  Actions run under it with
+ *   KVERBS_NOWAIT; only the deferral worker drops it, to wait.
+ * - An endpoint is used only under kd->lock while its peer's @ep is set:
+ *   ->disconnected() clears it under the lock before the endpoint can be
+ *   freed.
+ */
+#ifndef _KDSM_PRI_H
+#define _KDSM_PRI_H
+
+#undef pr_fmt
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/percpu.h>
+#include <linux/socket.h>
+#include <linux/spinlock.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
+
+#include <kverbs/kverbs.h>
+#include <kverbs/kvmem.h>
+#include <kverbs/kvmsg.h>
+#include <uapi/kverbs/kdsm.h>
+
+#include "proto.h"
+
+#define KDSM_DEPTH		32	/* receive buffers per endpoint */
+#define KDSM_CONNECT_MS		2000	/* one connection attempt */
+#define KDSM_JOIN_MS		60000	/* default formation deadline */
+#define KDSM_PING_MS		1000	/* heartbeat to every peer */
+
+/*
+ * Control messages share the wire's first byte (the type) with the
+ * protocol's (proto.h), numbered above them; all are KDSM_MSG_LEN bytes.
+ */
+enum kdsm_ctl_type {
+	KDSM_HELLO = 16,	/* geometry, once per connection */
+	KDSM_KEY,		/* one rkey of the sender's region */
+	KDSM_READY,		/* the sender holds every peer's keys */
+	KDSM_PING,		/* heartbeat: makes a dead peer's RC fail */
+	KDSM_REFUSE,		/* the sender refuses this peer: @code */
+	KDSM_ABORT,		/* the sender lost node @node: cluster fails */
+	KDSM_LOCK_REQ,		/* to lock @id's manager */
+	KDSM_LOCK_GRANT,	/* from it */
+	KDSM_UNLOCK,		/* to it */
+	KDSM_BAR_ENTER,		/* to node 1: barrier @gen */
+	KDSM_BAR_GO,		/* from node 1 to all */
+	KDSM_CTL_END,
+};
+
+static_assert((int)KDSM_MSG_TYPES <= (int)KDSM_HELLO);
+static_assert(KDSM_CTL_END <= 32);	/* KDSM_STAT_MSG_TYPE has 32 slots */
+
+struct kdsm_hello {
+	u8 type;
+	u8 version;
+	u8 nnodes;
+	u8 placement;
+	__be32 npages;
+	__be32 options;
+	u8 page_shift;
+	u8 extent_shift;
+	__be16 nkeys;
+	u8 reserved[16];
+};
+
+struct kdsm_key {
+	u8 type;
+	u8 reserved0[3];
+	__be32 index;
+	__be32 rkey;
+	u8 reserved[20];
+};
+
+/* Every other control message. */
+struct kdsm_sig {
+	u8 type;
+	u8 code;
+	u8 node;
+	u8 reserved0;
+	__be32 id;		/* lock */
+	__be32 gen;		/* barrier generation */
+	u8 reserved[20];
+};
+
+static_assert(sizeof(struct kdsm_hello) == KDSM_MSG_LEN);
+static_assert(sizeof(struct kdsm_key) == KDSM_MSG_LEN);
+static_assert(sizeof(struct kdsm_sig) == KDSM_MSG_LEN);
+
+/* kdsm_sig.code of KDSM_REFUSE */
+enum kdsm_refusal {
+	KDSM_REFUSE_NODE = 1,	/* unknown, duplicate or misdirected id */
+	KDSM_REFUSE_VERSION,
+	KDSM_REFUSE_GEOMETRY,	/* nnodes, npages, placement or page size */
+	KDSM_REFUSE_OPTIONS,
+};
+
+struct kdsm_peer {
+	u8 node;
+	bool dial;		/* this node connects to it (lower id) */
+	bool hello;		/* its HELLO matched ours */
+	bool ready;		/* its READY arrived */
+	bool refused;		/* messages from it are dropped */
+	u8 rkey_shift;		/* its keys' extent, log2 bytes */
+	u32 nkeys;		/* keys received */
+	u32 nkeys_want;		/* announced in its HELLO */
+	struct sockaddr_storage addr;
+	struct kverbs_ep *ep;	/* connected, under kd->lock */
+	struct kverbs_ep *dialed;	/* ours to close */
+	struct kverbs_grant *grant;	/* our region, to it */
+	u32 *rkeys;		/* its region's keys, one per extent */
+};
+
+/* This node holds every key of @p's region: page traffic may flow. */
+static inline bool kdsm_peer_keyed(const struct kdsm_peer *p)
+{
+	return p->hello && p->nkeys == p->nkeys_want;
+}
+
+/* Deferred work, in arrival order (kd->deferred) */
+enum kdsm_ev_kind {
+	KDSM_EV_MSG = 1,	/* a protocol message (peer's or our own) */
+	KDSM_EV_FAULT,		/* this node's task faulted */
+	KDSM_EV_ACTS,		/* the rest of an event's actions */
+};
+
+enum kdsm_defer_reason {
+	KDSM_DEFER_ZAP = 1,
+	KDSM_DEFER_NOBUF,
+	KDSM_DEFER_ORDER,
+};
+
+/* an event's messages to its own node not yet run; see engine.c */
+#define KDSM_EV_SELF		2
+
+struct kdsm_ev {
+	struct list_head link;
+	u8 kind;
+	u8 from;
+	u8 reason;
+	u8 nacts;
+	u8 iact;		/* next action to run */
+	u8 nself;
+	u8 iself;
+	bool write;
+	u32 page;
+	u64 t0;			/* arrival, ns */
+	struct kdsm_msg msg;
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	struct {
+		u8 from;
+		struct kdsm_msg m;
+	} self[KDSM_EV_SELF];
+};
+
+struct kdsm_lockwait {
+	bool waiting;		/* a task of ours waits for the grant */
+	bool held;		/* granted to this node */
+	bool abandoned;		/* its waiter died: release on grant */
+};
+
+/* A lock's manager state (at node id % nnodes + 1) */
+struct kdsm_lockmgr {
+	u8 holder;		/* 0: free */
+	u8 nq;
+	u8 q[KDSM_MAX_NODES];
+};
+
+struct kdsm_stats {
+	u64 v[__KDSM_STAT_MAX];
+};
+
+struct kdsm_cluster {
+	struct kdsm_geo geo;
+	u32 options;
+	u16 port;
+	u32 join_ms;
+	u8 state;		/* enum kdsm_state, under @lock */
+	char error[160];	/* why FAILED */
+	spinlock_t lock;
+	struct kdsm_peer peers[KDSM_MAX_NODES + 1];
+
+	struct kverbs_domain *dom;
+	struct kverbs_listener *listener;
+	struct kvmem_region *vr;
+	struct kverbs_region *kr;
+	bool sent_ready;	/* this node sent READY to all */
+
+	/* protocol state, per page, under @lock */
+	struct kdsm_page *pg;
+	struct kdsm_home *home;		/* meaningful at the page's home */
+	u8 (*homeq)[KDSM_MAX_NODES];	/* queued requests: node | type << 4 */
+	u8 *homeq_len;
+	u16 *defer;			/* events of the page in @deferred */
+	u64 *fault_t0;			/* ns, while a fault is pending */
+
+	struct list_head deferred;
+	struct work_struct defer_work;
+	struct kdsm_ev *spare;		/* one event kept for softirq */
+
+	struct work_struct form_work;
+	struct work_struct fail_work;
+	struct delayed_work ping_work;
+
+	/* locks and barriers, under @lock */
+	wait_queue_head_t sync_wq;
+	struct kdsm_lockwait *lockwait;	/* KDSM_MAX_LOCKS */
+	struct kdsm_lockmgr *lockmgr;	/* KDSM_MAX_LOCKS */
+	u32 bar_gen;			/* barriers this node entered */
+	u32 bar_passed;			/* barriers this node passed */
+	bool bar_busy;
+	u32 mgr_gen;			/* node 1: barriers completed */
+	u8 mgr_entered;			/* node 1: bitmap of the current one */
+
+	wait_queue_head_t state_wq;	/* READY or FAILED */
+	struct kdsm_stats __percpu *stats;
+	struct dentry *debugfs;
+};
+
+/* main.c */
+extern struct mutex kdsm_ctl_mutex;
+extern struct kdsm_cluster *kdsm_cl;
+extern unsigned int kdsm_max_pages;
+extern struct workqueue_struct *kdsm_wq;
+extern struct dentry *kdsm_debugfs_root;
+
+/* cluster.c */
+struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
+					 u32 options, u16 port, u32 join_ms,
+					 const struct sockaddr_storage *addrs);
+void kdsm_cluster_destroy(struct kdsm_cluster *kd);
+__printf(2, 3) void kdsm_fail(struct kdsm_cluster *kd, const char *fmt, ...);
+__printf(2, 3) void kdsm_fail_locked(struct kdsm_cluster *kd,
+				     const char *fmt, ...);
+int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg);
+int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg);
+long kdsm_wait_ready(struct kdsm_cluster *kd);
+
+/* engine.c */
+int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
+		     const struct kdsm_msg *m, enum kvmsg_ctx ctx);
+void kdsm_engine_fault(struct kvmem_region *r, u32 page, bool write,
+		       void *priv);
+void kdsm_defer_work(struct work_struct *w);
+void kdsm_engine_drain(struct kdsm_cluster *kd);
+void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev);
+int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page);
+
+/* sync.c */
+int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
+long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
+		       unsigned long arg, void *priv);
+void kdsm_sync_fail(struct kdsm_cluster *kd);
+
+/* stats.c */
+static inline void kdsm_count(struct kdsm_cluster *kd, unsigned int stat,
+			      u64 v)
+{
+	this_cpu_add(kd->stats->v[stat], v);
+}
+
+void kdsm_stats_sum(struct kdsm_cluster *kd, u64 *out);
+void kdsm_count_fault_done(struct kdsm_cluster *kd, u64 ns);
+void kdsm_count_msg(struct kdsm_cluster *kd, u8 type, bool tx);
+int kdsm_debugfs_add(struct kdsm_cluster *kd);
+
+/* netlink.c */
+int kdsm_genl_init(void);
+void kdsm_genl_exit(void);
+
+#endif /* _KDSM_PRI_H */

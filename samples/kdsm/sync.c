@@ -1,0 +1,441 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Locks and barriers of the kernel protocol, and the region descriptor's
+ * ioctls that reach them.
+ *
+ * Lock @id's manager is node id % nnodes + 1; it grants in request order,
+ * one holder at a time.  A node asks once per lock at a time: libkdsm
+ * serialises its own threads on a lock first, and a second task asking
+ * for a lock its node waits for or holds gets -EBUSY.  A task killed
+ * while waiting leaves its request queued; the grant, when it comes, is
+ * handed straight back.
+ *
+ * A barrier is a generation: node 1 collects BAR_ENTER of generation g
+ * from every node (itself included) and sends BAR_GO g to all.  One task
+ * per node enters at a time (-EBUSY otherwise), again after libkdsm's
+ * local barrier.
+ *
+ * Sequential consistency: every access of a task either is allowed by
+ * the page's protection or waits for the page's transaction to complete,
+ * so the memory operations before an unlock or a barrier are performed
+ * when the message leaves, and those after a grant or BAR_GO start after
+ * it arrived.
+ *
+ * Every state change that sends a message takes the send buffer first
+ * (under kd->lock, KVERBS_NOWAIT): without one it changes nothing and
+ * the caller retries (a task after a short sleep; the kvmsg handler by
+ * returning -EAGAIN, which runs it again in process context).
+ */
+#include <linux/delay.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+
+#include "kdsm-pri.h"
+
+static u8 kdsm_lock_mgr(const struct kdsm_cluster *kd, u32 id)
+{
+	return id % kd->geo.nnodes + 1;
+}
+
+static bool kdsm_live(const struct kdsm_cluster *kd)
+{
+	return kd->state == KDSM_STATE_READY;
+}
+
+/* A send buffer to @to, for a message sent only if all else succeeds. */
+static struct kvmsg_buf *kdsm_reserve_locked(struct kdsm_cluster *kd, u8 to)
+{
+	struct kverbs_ep *ep = kd->peers[to].ep;
+
+	lockdep_assert_held(&kd->lock);
+	if (!ep)
+		return ERR_PTR(-ENOTCONN);
+	return kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
+}
+
+static void kdsm_post_locked(struct kdsm_cluster *kd, struct kvmsg_buf *b,
+			     u8 type, u32 id, u32 gen)
+{
+	struct kdsm_sig *s;
+
+	if (IS_ERR_OR_NULL(b))
+		return;		/* a lost peer fails the cluster */
+	s = kvmsg_buf_data(b);
+	*s = (struct kdsm_sig){ .type = type, .id = cpu_to_be32(id),
+				.gen = cpu_to_be32(gen) };
+	if (!kvmsg_send(b, KDSM_MSG_LEN, 0, NULL))
+		kdsm_count_msg(kd, type, true);
+}
+
+/* -EAGAIN for a missing buffer; any other error: the peer is gone. */
+static int kdsm_buf_err(struct kvmsg_buf *b)
+{
+	return PTR_ERR(b) == -EAGAIN ? -EAGAIN : 0;
+}
+
+static void kdsm_lock_granted(struct kdsm_cluster *kd, u32 id)
+{
+	kd->lockwait[id].held = true;
+	kd->lockwait[id].waiting = false;
+	kdsm_count(kd, KDSM_STAT_LOCKS, 1);
+	wake_up_all(&kd->sync_wq);
+}
+
+/* Manager: @from asks for lock @id. */
+static int kdsm_mgr_request(struct kdsm_cluster *kd, u32 id, u8 from)
+{
+	struct kdsm_lockmgr *m = &kd->lockmgr[id];
+	struct kvmsg_buf *b = NULL;
+	u8 i;
+
+	if (m->holder == from)
+		return -EPROTO;
+	for (i = 0; i < m->nq; i++)
+		if (m->q[i] == from)
+			return -EPROTO;
+	if (m->holder) {
+		if (m->nq >= kd->geo.nnodes)
+			return -EPROTO;
+		m->q[m->nq++] = from;
+		return 0;
+	}
+	if (from != kd->geo.self) {
+		b = kdsm_reserve_locked(kd, from);
+		if (kdsm_buf_err(b))
+			return -EAGAIN;
+	}
+	m->holder = from;
+	if (from == kd->geo.self)
+		kdsm_lock_granted(kd, id);
+	else
+		kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0);
+	return 0;
+}
+
+/* Manager: @from releases lock @id; the next in line gets it. */
+static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from)
+{
+	struct kdsm_lockmgr *m = &kd->lockmgr[id];
+	struct kvmsg_buf *b = NULL;
+	u8 next;
+
+	if (m->holder != from)
+		return -EPROTO;
+	next = m->nq ? m->q[0] : 0;
+	if (next && next != kd->geo.self) {
+		b = kdsm_reserve_locked(kd, next);
+		if (kdsm_buf_err(b))
+			return -EAGAIN;
+	}
+	m->holder = next;
+	if (next) {
+		memmove(m->q, m->q + 1, --m->nq);
+		if (next == kd->geo.self)
+			kdsm_lock_granted(kd, id);
+		else
+			kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0);
+	}
+	return 0;
+}
+
+/* This node gives lock @id back: to itself as manager, or by UNLOCK. */
+static int kdsm_release_locked(struct kdsm_cluster *kd, u32 id)
+{
+	u8 mgr = kdsm_lock_mgr(kd, id);
+	struct kvmsg_buf *b;
+	int ret;
+
+	if (mgr == kd->geo.self) {
+		ret = kdsm_mgr_release(kd, id, mgr);
+	} else {
+		b = kdsm_reserve_locked(kd, mgr);
+		ret = kdsm_buf_err(b);
+		if (!ret)
+			kdsm_post_locked(kd, b, KDSM_UNLOCK, id, 0);
+	}
+	if (!ret) {
+		kd->lockwait[id].held = false;
+		kd->lockwait[id].abandoned = false;
+	}
+	return ret;
+}
+
+/* Manager of barriers (node 1): @from entered generation @gen. */
+static int kdsm_bar_enter(struct kdsm_cluster *kd, u8 from, u32 gen)
+{
+	struct kvmsg_buf *b[KDSM_MAX_NODES + 1] = {};
+	u8 entered, n, self = kd->geo.self;
+
+	if (self != 1 || gen != kd->mgr_gen + 1 ||
+	    kd->mgr_entered & BIT(from - 1))
+		return -EPROTO;
+	entered = kd->mgr_entered | BIT(from - 1);
+	if (hweight8(entered) < kd->geo.nnodes) {
+		kd->mgr_entered = entered;
+		return 0;
+	}
+	for (n = 2; n <= kd->geo.nnodes; n++) {
+		b[n] = kdsm_reserve_locked(kd, n);
+		if (kdsm_buf_err(b[n])) {
+			while (--n >= 2)
+				if (!IS_ERR(b[n]))
+					kvmsg_unreserve(b[n]);
+			return -EAGAIN;
+		}
+	}
+	kd->mgr_entered = 0;
+	kd->mgr_gen = gen;
+	for (n = 2; n <= kd->geo.nnodes; n++)
+		kdsm_post_locked(kd, b[n], KDSM_BAR_GO, 0, gen);
+	kd->bar_passed = gen;
+	wake_up_all(&kd->sync_wq);
+	return 0;
+}
+
+static int kdsm_sync_apply(struct kdsm_cluster *kd, u8 from,
+			   const struct kdsm_sig *s)
+{
+	u32 id = be32_to_cpu(s->id), gen = be32_to_cpu(s->gen);
+	struct kdsm_lockwait *lw;
+	int ret;
+
+	switch (s->type) {
+	case KDSM_LOCK_REQ:
+	case KDSM_LOCK_GRANT:
+	case KDSM_UNLOCK:
+		if (id >= KDSM_MAX_LOCKS || gen || s->code || s->node)
+			return -EPROTO;
+		break;
+	case KDSM_BAR_ENTER:
+	case KDSM_BAR_GO:
+		if (id || s->code || s->node)
+			return -EPROTO;
+		break;
+	default:
+		return -EPROTO;
+	}
+	switch (s->type) {
+	case KDSM_LOCK_REQ:
+		if (kdsm_lock_mgr(kd, id) != kd->geo.self)
+			return -EPROTO;
+		return kdsm_mgr_request(kd, id, from);
+	case KDSM_UNLOCK:
+		if (kdsm_lock_mgr(kd, id) != kd->geo.self)
+			return -EPROTO;
+		return kdsm_mgr_release(kd, id, from);
+	case KDSM_LOCK_GRANT:
+		lw = &kd->lockwait[id];
+		if (from != kdsm_lock_mgr(kd, id) || !lw->waiting)
+			return -EPROTO;
+		if (!lw->abandoned) {
+			kdsm_lock_granted(kd, id);
+			return 0;
+		}
+		ret = kdsm_release_locked(kd, id);	/* its task died */
+		if (!ret)
+			lw->waiting = false;
+		return ret;
+	case KDSM_BAR_ENTER:
+		return kdsm_bar_enter(kd, from, gen);
+	default: /* KDSM_BAR_GO */
+		if (from != 1 || gen != kd->bar_passed + 1 || gen > kd->bar_gen)
+			return -EPROTO;
+		kd->bar_passed = gen;
+		wake_up_all(&kd->sync_wq);
+		return 0;
+	}
+}
+
+/**
+ * kdsm_sync_recv - a lock or barrier message from node @from
+ * @kd: cluster
+ * @from: sender
+ * @s: the message
+ *
+ * Context: the kvmsg handler.
+ * Return: 0, -EAGAIN (no send buffer: kvmsg calls again in process
+ * context) or -EPROTO (malformed or out of turn).
+ */
+int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s)
+{
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&kd->lock);
+		ret = kdsm_live(kd) ? kdsm_sync_apply(kd, from, s) : 0;
+		spin_unlock_bh(&kd->lock);
+		if (ret != -EAGAIN || !in_task())
+			return ret;
+		usleep_range(20, 100);	/* completions free buffers */
+	}
+}
+
+/*
+ * Run @fn under kd->lock until it has its send buffers; @killable: give
+ * up on a fatal signal (a request may; a release must not).
+ */
+static int kdsm_sync_retry(struct kdsm_cluster *kd,
+			   int (*fn)(struct kdsm_cluster *kd, u32 arg),
+			   u32 arg, bool killable)
+{
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&kd->lock);
+		ret = kdsm_live(kd) ? fn(kd, arg) : -EHOSTDOWN;
+		spin_unlock_bh(&kd->lock);
+		if (ret != -EAGAIN)
+			return ret;
+		if (killable && fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(20, 100);
+	}
+}
+
+static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id)
+{
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
+	u8 mgr = kdsm_lock_mgr(kd, id);
+	struct kvmsg_buf *b;
+	int ret;
+
+	if (lw->waiting || lw->held)
+		return -EBUSY;
+	lw->waiting = true;
+	if (mgr == kd->geo.self) {
+		ret = kdsm_mgr_request(kd, id, mgr);
+	} else {
+		b = kdsm_reserve_locked(kd, mgr);
+		ret = kdsm_buf_err(b);
+		if (!ret)
+			kdsm_post_locked(kd, b, KDSM_LOCK_REQ, id, 0);
+	}
+	if (ret)
+		lw->waiting = false;
+	return ret;
+}
+
+static int kdsm_lock(struct kdsm_cluster *kd, u32 id)
+{
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
+	bool held;
+	int ret;
+
+	ret = kdsm_sync_retry(kd, kdsm_lock_ask, id, true);
+	if (ret)
+		return ret;
+	ret = wait_event_killable(kd->sync_wq,
+				  READ_ONCE(lw->held) || !kdsm_live(kd));
+	spin_lock_bh(&kd->lock);
+	held = lw->held;
+	if (!kdsm_live(kd))
+		ret = -EHOSTDOWN;
+	else if (ret && !held)
+		lw->abandoned = true;	/* the grant goes straight back */
+	spin_unlock_bh(&kd->lock);
+	if (ret == -ERESTARTSYS && held)	/* killed as it came */
+		kdsm_sync_retry(kd, kdsm_release_locked, id, false);
+	return ret;
+}
+
+static int kdsm_unlock(struct kdsm_cluster *kd, u32 id)
+{
+	if (!READ_ONCE(kd->lockwait[id].held))
+		return -EPERM;
+	return kdsm_sync_retry(kd, kdsm_release_locked, id, false);
+}
+
+static int kdsm_bar_ask(struct kdsm_cluster *kd, u32 gen)
+{
+	struct kvmsg_buf *b;
+	int ret;
+
+	if (kd->bar_busy)
+		return -EBUSY;
+	if (kd->geo.self == 1) {
+		ret = kdsm_bar_enter(kd, 1, gen);
+	} else {
+		b = kdsm_reserve_locked(kd, 1);
+		ret = kdsm_buf_err(b);
+		if (!ret)
+			kdsm_post_locked(kd, b, KDSM_BAR_ENTER, 0, gen);
+	}
+	if (!ret) {
+		kd->bar_gen = gen;
+		kd->bar_busy = true;
+	}
+	return ret;
+}
+
+static int kdsm_barrier(struct kdsm_cluster *kd)
+{
+	u32 gen;
+	int ret;
+
+	/* a killed task's barrier completes before the next one starts */
+	ret = wait_event_killable(kd->sync_wq, !kdsm_live(kd) ||
+				  READ_ONCE(kd->bar_passed) ==
+				  READ_ONCE(kd->bar_gen));
+	if (ret)
+		return ret;
+	gen = READ_ONCE(kd->bar_gen) + 1;
+	ret = kdsm_sync_retry(kd, kdsm_bar_ask, gen, true);
+	if (ret)
+		return ret;
+	ret = wait_event_killable(kd->sync_wq, !kdsm_live(kd) ||
+				  READ_ONCE(kd->bar_passed) >= gen);
+	spin_lock_bh(&kd->lock);
+	kd->bar_busy = false;
+	if (!kdsm_live(kd))
+		ret = -EHOSTDOWN;
+	else if (!ret)
+		kdsm_count(kd, KDSM_STAT_BARRIERS, 1);
+	spin_unlock_bh(&kd->lock);
+	return ret;
+}
+
+/**
+ * kdsm_region_ioctl - the region descriptor's commands: locks, barriers
+ * @r: the region
+ * @cmd: KDSM_IOC_LOCK, KDSM_IOC_UNLOCK or KDSM_IOC_BARRIER
+ * @arg: user pointer to struct kdsm_lock_arg for the locks
+ * @priv: the cluster
+ *
+ * Context: the calling task; may sleep (killable).
+ * Return: 0; -EINVAL (bad id or reserved field), -EFAULT, -EBUSY
+ * (another task of this node waits for the lock or the barrier, or holds
+ * the lock), -EPERM (unlock of a lock not held), -EHOSTDOWN (the cluster
+ * failed), -EINTR, -ENOTTY.
+ */
+long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
+		       unsigned long arg, void *priv)
+{
+	struct kdsm_cluster *kd = priv;
+	struct kdsm_lock_arg la;
+
+	switch (cmd) {
+	case KDSM_IOC_LOCK:
+	case KDSM_IOC_UNLOCK:
+		if (copy_from_user(&la, (void __user *)arg, sizeof(la)))
+			return -EFAULT;
+		if (la.reserved || la.id >= KDSM_MAX_LOCKS)
+			return -EINVAL;
+		if (cmd == KDSM_IOC_LOCK)
+			return kdsm_lock(kd, la.id);
+		return kdsm_unlock(kd, la.id);
+	case KDSM_IOC_BARRIER:
+		return kdsm_barrier(kd);
+	}
+	return -ENOTTY;
+}
+
+/**
+ * kdsm_sync_fail - wake every task waiting for a lock or a barrier
+ * @kd: a failed cluster
+ *
+ * Context: any.
+ */
+void kdsm_sync_fail(struct kdsm_cluster *kd)
+{
+	wake_up_all(&kd->sync_wq);
+}

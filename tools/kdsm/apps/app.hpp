@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// What every kdsm application shares: options, the threads of this node,
+// and the report line (time, faults, messages, softirq share).
+#pragma once
+
+#include <kdsm/kdsm.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace app {
+
+struct options {
+    unsigned threads = 1;
+    std::size_t size = 0;
+    unsigned iters = 0;
+    std::string test;
+    bool same_page = false;
+    bool expect_violations = false;
+};
+
+inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
+{
+    options o;
+    o.size = size;
+    o.iters = iters;
+    for (int i = 1; i < argc; i++) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "%s: %s needs a value\n", argv[0], a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--threads")
+            o.threads = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
+        else if (a == "--size")
+            o.size = std::strtoul(next(), nullptr, 0);
+        else if (a == "--iters")
+            o.iters = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
+        else if (a == "--test")
+            o.test = next();
+        else if (a == "--same-page")
+            o.same_page = true;
+        else if (a == "--expect-violations")
+            o.expect_violations = true;
+        else {
+            std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
+            std::exit(2);
+        }
+    }
+    if (!o.threads || o.threads > 64) {
+        std::fprintf(stderr, "%s: --threads must be 1..64\n", argv[0]);
+        std::exit(2);
+    }
+    return o;
+}
+
+// Run @fn(t) on @n threads of this node and join them.
+inline void run_threads(unsigned n, const std::function<void(unsigned)> &fn)
+{
+    std::vector<std::jthread> ts;
+    for (unsigned t = 0; t < n; t++)
+        ts.emplace_back(fn, t);
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The counters' change over a run, as one line.
+inline void report(const char *name, const kdsm::status &a, const kdsm::status &b,
+                   double secs, bool ok)
+{
+    auto d = [&](unsigned id) { return b.stat(id) - a.stat(id); };
+    const std::uint64_t soft = d(KDSM_STAT_EV_SOFTIRQ);
+    const std::uint64_t deferred = d(KDSM_STAT_EV_DEFER_ZAP) + d(KDSM_STAT_EV_DEFER_NOBUF) +
+                                   d(KDSM_STAT_EV_DEFER_ORDER) + d(KDSM_STAT_EV_DEFER_NOMEM);
+    std::printf("%s: node %u: %s time %.3f s read_faults %llu write_faults %llu msgs_tx %llu "
+                "events_softirq %llu deferred zap %llu nobuf %llu order %llu "
+                "softirq_share %.1f%%\n",
+                name, b.node, ok ? "check ok" : "CHECK FAILED", secs,
+                static_cast<unsigned long long>(d(KDSM_STAT_READ_FAULTS)),
+                static_cast<unsigned long long>(d(KDSM_STAT_WRITE_FAULTS)),
+                static_cast<unsigned long long>(d(KDSM_STAT_MSGS_TX)),
+                static_cast<unsigned long long>(soft),
+                static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_ZAP)),
+                static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_NOBUF)),
+                static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_ORDER)),
+                soft + deferred ? 100.0 * double(soft) / double(soft + deferred) : 100.0);
+    std::fflush(stdout);
+}
+
+}  // namespace app

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// kdsmctl: the operator's tool for kdsm clusters (generic netlink).
+//
+//   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
+//                  [--block] [--port PORT] [--join-ms MS] [--weak] [--wait]
+//   kdsmctl status [--stats]
+//   kdsmctl delete
+#include <kdsm/kdsm.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+[[noreturn]] void usage()
+{
+    std::fprintf(stderr,
+                 "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
+                 "                      [--port PORT] [--join-ms MS] [--weak] [--wait]\n"
+                 "       kdsmctl status [--stats]\n"
+                 "       kdsmctl delete\n");
+    std::exit(2);
+}
+
+unsigned long number(const char *s)
+{
+    char *end;
+    errno = 0;
+    const unsigned long v = std::strtoul(s, &end, 0);
+    if (errno || !*s || *end)
+        usage();
+    return v;
+}
+
+int create(int argc, char **argv)
+{
+    kdsm::config c;
+    bool wait = false;
+    for (int i = 2; i < argc; i++) {
+        const std::string a = argv[i];
+        auto next = [&]() -> const char * {
+            if (i + 1 >= argc)
+                usage();
+            return argv[++i];
+        };
+        if (a == "--node") {
+            c.node = static_cast<unsigned>(number(next()));
+        } else if (a == "--pages") {
+            c.npages = static_cast<std::uint32_t>(number(next()));
+        } else if (a == "--peer") {
+            const std::string p = next();
+            const auto eq = p.find('=');
+            if (eq == std::string::npos)
+                usage();
+            c.peers.push_back({static_cast<unsigned>(number(p.substr(0, eq).c_str())),
+                               p.substr(eq + 1)});
+        } else if (a == "--block") {
+            c.block = true;
+        } else if (a == "--port") {
+            c.port = static_cast<std::uint16_t>(number(next()));
+        } else if (a == "--join-ms") {
+            c.join_ms = static_cast<std::uint32_t>(number(next()));
+        } else if (a == "--weak") {
+            c.options |= KDSM_OPT_WEAK;
+        } else if (a == "--wait") {
+            wait = true;
+        } else {
+            usage();
+        }
+    }
+    kdsm::control ctl;
+    ctl.create(c);
+    if (wait) {
+        const kdsm::status s = ctl.wait_ready(static_cast<int>(c.join_ms) + 5000);
+        std::printf("node %u of %u: ready, %u pages\n", s.node, s.nnodes, s.npages);
+    }
+    return 0;
+}
+
+int status(bool stats)
+{
+    kdsm::control ctl;
+    const kdsm::status s = ctl.get();
+    std::printf("state %s\n", kdsm::status::state_name(s.state));
+    if (s.state == KDSM_STATE_NONE)
+        return 0;
+    std::printf("node %u of %u\npages %u\nplacement %s\noptions %#x\n", s.node, s.nnodes,
+                s.npages, s.placement == KDSM_PLACE_BLOCK ? "block" : "cyclic", s.options);
+    if (!s.error.empty())
+        std::printf("error %s\n", s.error.c_str());
+    if (stats)
+        for (const auto &[name, v] : kdsm::named_stats(s))
+            std::printf("%s %llu\n", name.c_str(), static_cast<unsigned long long>(v));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage();
+    try {
+        const std::string cmd = argv[1];
+        if (cmd == "create")
+            return create(argc, argv);
+        if (cmd == "status")
+            return status(argc > 2 && !std::strcmp(argv[2], "--stats"));
+        if (cmd == "delete") {
+            kdsm::control().remove();
+            return 0;
+        }
+        usage();
+    } catch (const kdsm::error &e) {
+        std::fprintf(stderr, "kdsmctl: %s\n", e.what());
+        return 1;
+    }
+}
