@@ -239,8 +239,12 @@ static int kdsm_run(struct kdsm_cluster *kd, struct kdsm_ev *ev, bool worker)
 		while (ev->iact < ev->nacts) {
 			a = &ev->acts[ev->iact];
 			ret = kdsm_act(kd, ev, a);
-			while (ret == -EAGAIN && worker)
+			/* NOBUF: sleep, then try the action again */
+			while (ret == -EAGAIN && worker) {
 				ret = kdsm_act_wait(kd, ev, a);
+				if (ret == -EAGAIN)
+					ret = kdsm_act(kd, ev, a);
+			}
 			if (ret == -EAGAIN) {
 				kdsm_defer(kd, ev);
 				return 1;
