@@ -45,12 +45,6 @@ static const char *const kdsm_refusal_text[] = {
 	[KDSM_REFUSE_OPTIONS] = "other options",
 };
 
-static bool kdsm_live(const struct kdsm_cluster *kd)
-{
-	return kd->state == KDSM_STATE_READY ||
-	       kd->state == KDSM_STATE_FORMING;
-}
-
 static __printf(2, 0) void kdsm_vfail_locked(struct kdsm_cluster *kd, const char *fmt,
 			      va_list ap)
 {
@@ -100,32 +94,62 @@ void kdsm_fail(struct kdsm_cluster *kd, const char *fmt, ...)
 }
 
 /**
+ * kdsm_reserve_locked - a send buffer to node @to, without waiting
+ * @kd: cluster
+ * @to: peer node
+ *
+ * For a state change that must not happen unless its message can leave:
+ * reserve first, change, then kdsm_post() (or kvmsg_unreserve()).
+ *
+ * Context: any; under kd->lock.
+ * Return: the buffer, or ERR_PTR: -EAGAIN (none free), -ENOTCONN (no
+ * endpoint), or the endpoint's error.
+ */
+struct kvmsg_buf *kdsm_reserve_locked(struct kdsm_cluster *kd, u8 to)
+{
+	struct kverbs_ep *ep = kd->peers[to].ep;
+
+	lockdep_assert_held(&kd->lock);
+	if (!ep)
+		return ERR_PTR(-ENOTCONN);
+	return kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
+}
+
+/**
+ * kdsm_post - send a reserved buffer with the KDSM_MSG_LEN bytes of @msg
+ * @kd: cluster
+ * @b: from kdsm_reserve_locked() or kvmsg_reserve()
+ * @msg: the message
+ *
+ * A failure means the endpoint is going down, which ->disconnected()
+ * handles; the message is counted only when it was taken.
+ *
+ * Context: any.
+ */
+void kdsm_post(struct kdsm_cluster *kd, struct kvmsg_buf *b, const void *msg)
+{
+	memcpy(kvmsg_buf_data(b), msg, KDSM_MSG_LEN);
+	if (!kvmsg_send(b, KDSM_MSG_LEN, 0, NULL))
+		kdsm_count_msg(kd, *(const u8 *)msg, true);
+}
+
+/**
  * kdsm_xmit_locked - send one KDSM_MSG_LEN message to node @to
  * @kd: cluster
  * @to: peer node
  * @msg: the message
  *
  * Context: any; under kd->lock.
- * Return: 0, -EAGAIN (no send buffer free), -ENOTCONN (no endpoint), or
- * the endpoint's error.
+ * Return: 0, or as kdsm_reserve_locked().
  */
 int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
 {
-	struct kverbs_ep *ep = kd->peers[to].ep;
-	struct kvmsg_buf *b;
-	int ret;
+	struct kvmsg_buf *b = kdsm_reserve_locked(kd, to);
 
-	lockdep_assert_held(&kd->lock);
-	if (!ep)
-		return -ENOTCONN;
-	b = kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
 	if (IS_ERR(b))
 		return PTR_ERR(b);
-	memcpy(kvmsg_buf_data(b), msg, KDSM_MSG_LEN);
-	ret = kvmsg_send(b, KDSM_MSG_LEN, 0, NULL);
-	if (!ret)
-		kdsm_count_msg(kd, *(const u8 *)msg, true);
-	return ret;
+	kdsm_post(kd, b, msg);
+	return 0;
 }
 
 /**
@@ -169,10 +193,8 @@ static void kdsm_refuse(struct kdsm_cluster *kd, struct kverbs_ep *ep,
 	       detail);
 	kdsm_sig(&s, KDSM_REFUSE, code, kd->geo.self);
 	b = kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
-	if (!IS_ERR(b)) {
-		memcpy(kvmsg_buf_data(b), &s, sizeof(s));
-		kvmsg_send(b, KDSM_MSG_LEN, 0, NULL);
-	}
+	if (!IS_ERR(b))
+		kdsm_post(kd, b, &s);
 	spin_lock_bh(&kd->lock);
 	if (kd->state == KDSM_STATE_FORMING)
 		kdsm_fail_locked(kd, "node %u refused node %u: %s (%s)",
@@ -585,7 +607,7 @@ static void kdsm_fail_work(struct work_struct *w)
 	for (n = 1; n <= kd->geo.nnodes; n++)
 		if (n != kd->geo.self)
 			kdsm_xmit(kd, n, &s);	/* best effort */
-	kdsm_sync_fail(kd);
+	/* lock and barrier waiters were woken when the cluster failed */
 	lost = bitmap_zalloc(npages, GFP_KERNEL);
 	spin_lock_bh(&kd->lock);
 	for (page = 0; lost && page < npages; page++)
@@ -739,7 +761,6 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	init_waitqueue_head(&kd->state_wq);
 	for (n = 1; n <= geo->nnodes; n++) {
 		kd->peers[n].node = n;
-		kd->peers[n].dial = n < geo->self;
 		kd->peers[n].addr = addrs[n];
 		if (addrs[n].ss_family == AF_INET)
 			((struct sockaddr_in *)&kd->peers[n].addr)->sin_port =

@@ -277,12 +277,6 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	queue_work(kdsm_wq, &kd->defer_work);
 }
 
-static bool kdsm_live(const struct kdsm_cluster *kd)
-{
-	return kd->state == KDSM_STATE_READY ||
-	       kd->state == KDSM_STATE_FORMING;
-}
-
 /**
  * kdsm_engine_recv - a peer's protocol message, checked by kdsm_msg_check()
  * @kd: cluster

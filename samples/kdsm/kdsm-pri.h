@@ -109,7 +109,6 @@ enum kdsm_refusal {
 
 struct kdsm_peer {
 	u8 node;
-	bool dial;		/* this node connects to it (lower id) */
 	bool hello;		/* its HELLO matched ours */
 	bool ready;		/* its READY arrived */
 	bool refused;		/* messages from it are dropped */
@@ -229,6 +228,13 @@ struct kdsm_cluster {
 	struct dentry *debugfs;
 };
 
+/* Forming or ready: protocol messages are handled. */
+static inline bool kdsm_live(const struct kdsm_cluster *kd)
+{
+	return kd->state == KDSM_STATE_READY ||
+	       kd->state == KDSM_STATE_FORMING;
+}
+
 /* main.c */
 extern struct mutex kdsm_ctl_mutex;
 extern struct kdsm_cluster *kdsm_cl;
@@ -244,6 +250,8 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd);
 __printf(2, 3) void kdsm_fail(struct kdsm_cluster *kd, const char *fmt, ...);
 __printf(2, 3) void kdsm_fail_locked(struct kdsm_cluster *kd,
 				     const char *fmt, ...);
+struct kvmsg_buf *kdsm_reserve_locked(struct kdsm_cluster *kd, u8 to);
+void kdsm_post(struct kdsm_cluster *kd, struct kvmsg_buf *b, const void *msg);
 int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg);
 int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg);
 long kdsm_wait_ready(struct kdsm_cluster *kd);
@@ -262,7 +270,6 @@ int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page);
 int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
 long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		       unsigned long arg, void *priv);
-void kdsm_sync_fail(struct kdsm_cluster *kd);
 
 /* stats.c */
 static inline void kdsm_count(struct kdsm_cluster *kd, unsigned int stat,

@@ -37,34 +37,20 @@ static u8 kdsm_lock_mgr(const struct kdsm_cluster *kd, u32 id)
 	return id % kd->geo.nnodes + 1;
 }
 
-static bool kdsm_live(const struct kdsm_cluster *kd)
+/* Locks and barriers work only in a ready cluster. */
+static bool kdsm_ready(const struct kdsm_cluster *kd)
 {
 	return kd->state == KDSM_STATE_READY;
-}
-
-/* A send buffer to @to, for a message sent only if all else succeeds. */
-static struct kvmsg_buf *kdsm_reserve_locked(struct kdsm_cluster *kd, u8 to)
-{
-	struct kverbs_ep *ep = kd->peers[to].ep;
-
-	lockdep_assert_held(&kd->lock);
-	if (!ep)
-		return ERR_PTR(-ENOTCONN);
-	return kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
 }
 
 static void kdsm_post_locked(struct kdsm_cluster *kd, struct kvmsg_buf *b,
 			     u8 type, u32 id, u32 gen)
 {
-	struct kdsm_sig *s;
+	struct kdsm_sig s = { .type = type, .id = cpu_to_be32(id),
+			      .gen = cpu_to_be32(gen) };
 
-	if (IS_ERR_OR_NULL(b))
-		return;		/* a lost peer fails the cluster */
-	s = kvmsg_buf_data(b);
-	*s = (struct kdsm_sig){ .type = type, .id = cpu_to_be32(id),
-				.gen = cpu_to_be32(gen) };
-	if (!kvmsg_send(b, KDSM_MSG_LEN, 0, NULL))
-		kdsm_count_msg(kd, type, true);
+	if (!IS_ERR_OR_NULL(b))		/* a lost peer fails the cluster */
+		kdsm_post(kd, b, &s);
 }
 
 /* -EAGAIN for a missing buffer; any other error: the peer is gone. */
@@ -262,7 +248,7 @@ int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s)
 
 	for (;;) {
 		spin_lock_bh(&kd->lock);
-		ret = kdsm_live(kd) ? kdsm_sync_apply(kd, from, s) : 0;
+		ret = kdsm_ready(kd) ? kdsm_sync_apply(kd, from, s) : 0;
 		spin_unlock_bh(&kd->lock);
 		if (ret != -EAGAIN || !in_task())
 			return ret;
@@ -282,7 +268,7 @@ static int kdsm_sync_retry(struct kdsm_cluster *kd,
 
 	for (;;) {
 		spin_lock_bh(&kd->lock);
-		ret = kdsm_live(kd) ? fn(kd, arg) : -EHOSTDOWN;
+		ret = kdsm_ready(kd) ? fn(kd, arg) : -EHOSTDOWN;
 		spin_unlock_bh(&kd->lock);
 		if (ret != -EAGAIN)
 			return ret;
@@ -325,10 +311,10 @@ static int kdsm_lock(struct kdsm_cluster *kd, u32 id)
 	if (ret)
 		return ret;
 	ret = wait_event_killable(kd->sync_wq,
-				  READ_ONCE(lw->held) || !kdsm_live(kd));
+				  READ_ONCE(lw->held) || !kdsm_ready(kd));
 	spin_lock_bh(&kd->lock);
 	held = lw->held;
-	if (!kdsm_live(kd))
+	if (!kdsm_ready(kd))
 		ret = -EHOSTDOWN;
 	else if (ret && !held)
 		lw->abandoned = true;	/* the grant goes straight back */
@@ -373,7 +359,7 @@ static int kdsm_barrier(struct kdsm_cluster *kd)
 	int ret;
 
 	/* a killed task's barrier completes before the next one starts */
-	ret = wait_event_killable(kd->sync_wq, !kdsm_live(kd) ||
+	ret = wait_event_killable(kd->sync_wq, !kdsm_ready(kd) ||
 				  READ_ONCE(kd->bar_passed) ==
 				  READ_ONCE(kd->bar_gen));
 	if (ret)
@@ -382,11 +368,11 @@ static int kdsm_barrier(struct kdsm_cluster *kd)
 	ret = kdsm_sync_retry(kd, kdsm_bar_ask, gen, true);
 	if (ret)
 		return ret;
-	ret = wait_event_killable(kd->sync_wq, !kdsm_live(kd) ||
+	ret = wait_event_killable(kd->sync_wq, !kdsm_ready(kd) ||
 				  READ_ONCE(kd->bar_passed) >= gen);
 	spin_lock_bh(&kd->lock);
 	kd->bar_busy = false;
-	if (!kdsm_live(kd))
+	if (!kdsm_ready(kd))
 		ret = -EHOSTDOWN;
 	else if (!ret)
 		kdsm_count(kd, KDSM_STAT_BARRIERS, 1);
@@ -427,15 +413,4 @@ long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		return kdsm_barrier(kd);
 	}
 	return -ENOTTY;
-}
-
-/**
- * kdsm_sync_fail - wake every task waiting for a lock or a barrier
- * @kd: a failed cluster
- *
- * Context: any.
- */
-void kdsm_sync_fail(struct kdsm_cluster *kd)
-{
-	wake_up_all(&kd->sync_wq);
 }
