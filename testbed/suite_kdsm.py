@@ -88,9 +88,10 @@ def kdsm_checks(res, suite, c):
     n0, n1 = c.nodes
     for n in c.nodes:
         r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
-                  " && ls /dev/kdsm", timeout=60)
-        res.check(suite, f"{n.name}: kverbs, kvmem, kdsm load", r.rc == 0,
-                  r.out)
+                  " && stat -c 'mode %a' /dev/kdsm", timeout=60)
+        res.check(suite, f"{n.name}: kverbs, kvmem, kdsm load; /dev/kdsm "
+                  "is root's only (mode 600)", r.rc == 0 and "mode 600" in
+                  r.out, r.out)
 
     # Setup refuses bad input with the reason, and creates nothing.
     peers = f"--peer 1={n0.ip} --peer 2={n1.ip}"
@@ -150,6 +151,7 @@ def kdsm_checks(res, suite, c):
     res.check(suite, "no malformed messages, counters in netlink and "
               "debugfs", "malformed 0" in r.out and "read_faults" in r.out,
               r.out)
+    lock_checks(res, suite, c)
     for n in c.nodes:
         n.run(f"{ctl} delete", timeout=120)
 
@@ -164,7 +166,57 @@ def kdsm_checks(res, suite, c):
                     f"/kvlab/bin/kdsm-litmus --test {test} --iters 300 "
                     "--expect-violations", r" [1-9]\d* violations")
     for n in c.nodes:
+        n.run(f"{ctl} delete", timeout=120)
+    max_pages_check(res, suite, c)
+    for n in c.nodes:
         r = n.run(f"{ctl} delete && {ctl} status && rmmod kdsm && "
                   "rmmod kvmem && rmmod kverbs", timeout=120)
         res.check(suite, f"{n.name}: leave and unload", r.rc == 0 and
                   "state none" in r.out, r.out)
+
+
+LITMUS = "/kvlab/bin/kdsm-litmus"
+
+
+def lock_checks(res, suite, c):
+    """Locks survive a waiter killed at its own node's manager, and two
+    threads racing to unlock (review findings 4 and 8).  Lock 1's manager
+    is node 2 (id % 2 + 1), lock 0's node 1."""
+    n0, n1 = c.nodes[:2]
+    n0.run(f"{LITMUS} --test hold --lock 1 --hold-ms 8000 > /tmp/hold.out "
+           "2>&1 &", timeout=30)
+    r = n0.run("for i in $(seq 100); do grep -q held /tmp/hold.out && "
+               "break; sleep 0.2; done; cat /tmp/hold.out", timeout=60)
+    killed = n1.run(f"timeout -s KILL 3 {LITMUS} --test take --lock 1; "
+                    "echo rc=$?", timeout=30)
+    done = n0.run("for i in $(seq 100); do grep -q released /tmp/hold.out "
+                  "&& break; sleep 0.2; done; cat /tmp/hold.out", timeout=60)
+    again = n1.run(f"timeout 30 {LITMUS} --test take --lock 1; echo rc=$?",
+                   timeout=60)
+    res.check(suite, "a waiter killed at its own node's lock manager does "
+              "not keep the lock: the next task takes it",
+              "held" in r.out and "rc=137" in killed.out and
+              "released" in done.out and "took lock 1" in again.out and
+              "rc=0" in again.out,
+              f"{r.out}\n--- killed waiter\n{killed.out}\n--- holder\n"
+              f"{done.out}\n--- next\n{again.out}")
+    r = n1.run(f"timeout 300 {LITMUS} --test unlock-race --lock 0 "
+               "--iters 300; echo rc=$?; /kvlab/bin/kdsmctl status",
+               timeout=330)
+    res.check(suite, "two threads unlocking at once: one succeeds, one "
+              "gets EPERM, the cluster stays up (300 rounds)",
+              "0 wrong" in r.out and "rc=0" in r.out and
+              "state ready" in r.out, r.out)
+
+
+def max_pages_check(res, suite, c):
+    """A region at the default max_pages (64 MiB) has more key extents
+    than a connection has send credits before it is up (finding 2)."""
+    outs = form(c, pages=16384)
+    ok = all("rc=0" in o and "ready" in o for _, o in outs)
+    res.check(suite, "a cluster at max_pages (16384 pages) forms",
+              ok, "\n".join(f"{n.name}: {o}" for n, o in outs))
+    if ok:
+        _spmd_check(res, suite, c, "litmus mp on the 16384-page region: "
+                    "0 violations", f"{LITMUS} --test mp --iters 200",
+                    r" 0 violations")

@@ -43,6 +43,7 @@ static const char *const kdsm_refusal_text[] = {
 	[KDSM_REFUSE_VERSION] = "another protocol version",
 	[KDSM_REFUSE_GEOMETRY] = "another node count, region size, placement or page size",
 	[KDSM_REFUSE_OPTIONS] = "other options",
+	[KDSM_REFUSE_STATE] = "its cluster failed or it left",
 };
 
 static __printf(2, 0) void kdsm_vfail_locked(struct kdsm_cluster *kd, const char *fmt,
@@ -158,8 +159,13 @@ int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
  * @to: peer node
  * @msg: the message
  *
+ * Waits only while the cluster is live: a peer that returns no credits
+ * fails it by the heartbeat's bound or the join deadline, and teardown
+ * fails it first, so no worker waits here for ever.
+ *
  * Context: process; may sleep.
- * Return: as kdsm_xmit_locked(), never -EAGAIN; -EINTR on a fatal signal.
+ * Return: as kdsm_xmit_locked(), never -EAGAIN; -ESHUTDOWN when the
+ * cluster is no longer live, -EINTR on a fatal signal.
  */
 int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
 {
@@ -167,7 +173,8 @@ int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
 
 	for (;;) {
 		spin_lock_bh(&kd->lock);
-		ret = kdsm_xmit_locked(kd, to, msg);
+		ret = kdsm_live(kd) ? kdsm_xmit_locked(kd, to, msg) :
+				      -ESHUTDOWN;
 		spin_unlock_bh(&kd->lock);
 		if (ret != -EAGAIN)
 			return ret;
@@ -182,9 +189,13 @@ static void kdsm_sig(struct kdsm_sig *s, u8 type, u8 code, u8 node)
 	*s = (struct kdsm_sig){ .type = type, .code = code, .node = node };
 }
 
-/* Refuse peer @p (or an unknown node on @ep), on both sides, with why. */
+/*
+ * Refuse node @node on @ep, on both sides, with why.  @fatal: a listed
+ * peer does not match, so the cluster cannot form; a stray, duplicate or
+ * late connection is only turned away.
+ */
 static void kdsm_refuse(struct kdsm_cluster *kd, struct kverbs_ep *ep,
-			u8 node, u8 code, const char *detail)
+			u8 node, u8 code, const char *detail, bool fatal)
 {
 	struct kdsm_sig s;
 	struct kvmsg_buf *b;
@@ -195,6 +206,8 @@ static void kdsm_refuse(struct kdsm_cluster *kd, struct kverbs_ep *ep,
 	b = kvmsg_reserve(ep, KDSM_MSG_LEN, KVERBS_NOWAIT);
 	if (!IS_ERR(b))
 		kdsm_post(kd, b, &s);
+	if (!fatal)
+		return;
 	spin_lock_bh(&kd->lock);
 	if (kd->state == KDSM_STATE_FORMING)
 		kdsm_fail_locked(kd, "node %u refused node %u: %s (%s)",
@@ -221,7 +234,10 @@ static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
 
 /*
  * Our HELLO and our region's keys for peer @p, in order: one key per
- * extent of the grant (kverbs_grant_extent()).
+ * extent of the grant (kverbs_grant_extent()).  Sent from greet_work, not
+ * from ->connected(): kvmsg returns no credits on an endpoint until its
+ * ->connected() returned, at either end, so a region with more extents
+ * than send buffers would wait there for ever.
  */
 static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p)
 {
@@ -233,6 +249,8 @@ static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p)
 	struct kdsm_key k;
 	int ret;
 
+	if (nkeys > U16_MAX)		/* kdsm_hello.nkeys */
+		return -E2BIG;
 	kdsm_hello_fill(kd, &h, ilog2(ext), nkeys);
 	ret = kdsm_xmit(kd, p->node, &h);
 	for (i = 0; !ret && i < nkeys; i++) {
@@ -252,9 +270,9 @@ static void kdsm_connected(struct kverbs_ep *ep)
 	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
 	struct kdsm_peer *p = kverbs_ep_priv(ep);
 	u32 node = kverbs_ep_peer_node(ep);
+	u8 code = KDSM_REFUSE_NODE;
 	struct kverbs_grant *g;
 	char why[64];
-	int ret;
 
 	if (!p) {	/* accepted: nodes with higher ids dial us */
 		if (node <= kd->geo.self || node > kd->geo.nnodes) {
@@ -266,7 +284,15 @@ static void kdsm_connected(struct kverbs_ep *ep)
 		}
 		p = &kd->peers[node];
 		spin_lock_bh(&kd->lock);
-		if (p->ep || p->refused || !kdsm_live(kd)) {
+		if (!kdsm_live(kd)) {
+			spin_unlock_bh(&kd->lock);
+			code = KDSM_REFUSE_STATE;
+			snprintf(why, sizeof(why), "node %u is %s", kd->geo.self,
+				 kd->state == KDSM_STATE_FAILED ? "failed" :
+				 "leaving");
+			goto refuse;
+		}
+		if (p->ep || p->refused) {
 			spin_unlock_bh(&kd->lock);
 			snprintf(why, sizeof(why), "node %u is connected already",
 				 node);
@@ -281,31 +307,54 @@ static void kdsm_connected(struct kverbs_ep *ep)
 				 "dialed node %u at %pISpc, it says node %u",
 				 p->node, &p->addr, node);
 			kverbs_ep_set_priv(ep, &kdsm_refused_peer);
-			kdsm_refuse(kd, ep, node, KDSM_REFUSE_NODE, why);
+			kdsm_refuse(kd, ep, node, KDSM_REFUSE_NODE, why, true);
 			return;
 		}
 		spin_lock_bh(&kd->lock);
 		p->ep = ep;
 		spin_unlock_bh(&kd->lock);
 	}
-	g = kverbs_region_grant(kd->kr, ep, KVERBS_ACCESS_REMOTE_READ |
-				KVERBS_ACCESS_REMOTE_WRITE);
-	ret = PTR_ERR_OR_ZERO(g);
-	if (!ret) {
-		p->grant = g;
-		ret = kdsm_greet(kd, p);
+	/* the peer reads our pages only with the fetch-by-read option */
+	g = kverbs_region_grant(kd->kr, ep, KVERBS_ACCESS_REMOTE_WRITE |
+				((kd->options & KDSM_OPT_FETCH_READ) ?
+				 KVERBS_ACCESS_REMOTE_READ : 0));
+	if (IS_ERR(g)) {
+		kdsm_fail(kd, "node %u: granting node %u our region: %pe",
+			  kd->geo.self, p->node, g);
+		return;
 	}
-	if (ret)
-		kdsm_fail(kd, "node %u: greeting node %u failed: %d",
-			  kd->geo.self, p->node, ret);
-	else
-		pr_info("node %u connected to node %u\n", kd->geo.self,
-			p->node);
+	p->grant = g;
+	queue_work(kdsm_wq, &kd->greet_work);
+	pr_info("node %u connected to node %u\n", kd->geo.self, p->node);
 	return;
 
 refuse:
 	kverbs_ep_set_priv(ep, &kdsm_refused_peer);
-	kdsm_refuse(kd, ep, node, KDSM_REFUSE_NODE, why);
+	kdsm_refuse(kd, ep, node, code, why, false);
+}
+
+static void kdsm_greet_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       greet_work);
+	struct kdsm_peer *p;
+	int ret;
+	u8 n;
+
+	for (n = 1; n <= kd->geo.nnodes; n++) {
+		p = &kd->peers[n];
+		spin_lock_bh(&kd->lock);
+		if (!p->grant || p->greeted || !kdsm_live(kd)) {
+			spin_unlock_bh(&kd->lock);
+			continue;
+		}
+		p->greeted = true;
+		spin_unlock_bh(&kd->lock);
+		ret = kdsm_greet(kd, p);
+		if (ret && ret != -ESHUTDOWN)
+			kdsm_fail(kd, "node %u: greeting node %u failed: %d",
+				  kd->geo.self, n, ret);
+	}
 }
 
 static void kdsm_disconnected(struct kverbs_ep *ep, int err)
@@ -313,11 +362,17 @@ static void kdsm_disconnected(struct kverbs_ep *ep, int err)
 	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
 	struct kdsm_peer *p = kverbs_ep_priv(ep);
 
-	if (!p || p->refused)
+	/* a turned-away connection never was a peer's endpoint */
+	if (!p || p == &kdsm_refused_peer)
 		return;
 	spin_lock_bh(&kd->lock);
-	if (p->ep == ep)
-		p->ep = NULL;
+	if (p->ep != ep) {
+		spin_unlock_bh(&kd->lock);
+		return;
+	}
+	p->ep = NULL;
+	if (kdsm_live(kd))
+		kd->lost = p->node;
 	kdsm_fail_locked(kd, "node %u lost node %u (%d)", kd->geo.self,
 			 p->node, err);
 	spin_unlock_bh(&kd->lock);
@@ -345,7 +400,8 @@ static bool kdsm_all_ready(struct kdsm_cluster *kd)
 }
 
 static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
-			   struct kverbs_ep *ep, const struct kdsm_hello *h)
+			   struct kverbs_ep *ep, const struct kdsm_hello *h,
+			   enum kvmsg_ctx ctx)
 {
 	u32 npages = be32_to_cpu(h->npages);
 	u16 nkeys = be16_to_cpu(h->nkeys);
@@ -380,12 +436,18 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	}
 	if (code) {
 		p->refused = true;
-		kdsm_refuse(kd, ep, p->node, code, why);
+		kdsm_refuse(kd, ep, p->node, code, why, true);
 		return 0;
 	}
-	keys = kcalloc(nkeys, sizeof(*keys), GFP_ATOMIC);
-	if (!keys)
-		return -EAGAIN;
+	if (ctx == KVMSG_CTX_PROCESS) {
+		keys = kcalloc(nkeys, sizeof(*keys), GFP_KERNEL);
+		if (!keys)
+			return -ENOMEM;
+	} else {
+		keys = kcalloc(nkeys, sizeof(*keys), GFP_ATOMIC);
+		if (!keys)
+			return -EAGAIN;	/* again, in process context */
+	}
 	spin_lock_bh(&kd->lock);
 	p->rkeys = keys;
 	p->rkey_shift = h->extent_shift;
@@ -411,21 +473,30 @@ static int kdsm_key_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 }
 
 static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
-			 struct kverbs_ep *ep, const void *data)
+			 struct kverbs_ep *ep, const void *data,
+			 enum kvmsg_ctx ctx)
 {
 	const struct kdsm_sig *s = data;
 	u8 type = s->type;
 
 	switch (type) {
 	case KDSM_HELLO:
-		return kdsm_hello_recv(kd, p, ep, data);
+		return kdsm_hello_recv(kd, p, ep, data, ctx);
 	case KDSM_KEY:
 		return kdsm_key_recv(kd, p, data);
 	}
 	if (s->reserved0 || memchr_inv(s->reserved, 0, sizeof(s->reserved)))
 		return -EPROTO;
+	/* only locks and barriers carry an id or a generation */
+	if (type < KDSM_LOCK_REQ && (s->id || s->gen))
+		return -EPROTO;
 	switch (type) {
 	case KDSM_READY:
+	case KDSM_PING:
+		if (s->code || s->node)
+			return -EPROTO;
+		if (type == KDSM_PING)
+			return 0;
 		if (p->ready || !kdsm_peer_keyed(p))
 			return -EPROTO;
 		spin_lock_bh(&kd->lock);
@@ -437,10 +508,9 @@ static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 		}
 		spin_unlock_bh(&kd->lock);
 		return 0;
-	case KDSM_PING:
-		return 0;
 	case KDSM_REFUSE:
-		if (!s->code || s->code >= ARRAY_SIZE(kdsm_refusal_text))
+		if (!s->code || s->code >= ARRAY_SIZE(kdsm_refusal_text) ||
+		    s->node != p->node)
 			return -EPROTO;
 		p->refused = true;
 		kdsm_fail(kd, "node %u refused node %u: %s", p->node,
@@ -449,12 +519,17 @@ static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	case KDSM_ABORT:
 		if (s->node < 1 || s->node > kd->geo.nnodes)
 			return -EPROTO;
-		kdsm_fail(kd, "node %u reports node %u lost", p->node, s->node);
+		spin_lock_bh(&kd->lock);
+		if (kdsm_live(kd))
+			kd->lost = s->node;
+		kdsm_fail_locked(kd, "node %u reports node %u lost", p->node,
+				 s->node);
+		spin_unlock_bh(&kd->lock);
 		return 0;
 	}
 	if (!kdsm_peer_keyed(p))
 		return -EPROTO;
-	return kdsm_sync_recv(kd, p->node, s);
+	return kdsm_sync_recv(kd, p->node, s, ctx);
 }
 
 static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
@@ -479,7 +554,7 @@ static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	}
 	kdsm_count_msg(kd, m->type, false);
 	if (m->type >= KDSM_HELLO && m->type < KDSM_CTL_END) {
-		ret = kdsm_ctl_recv(kd, p, ep, m);
+		ret = kdsm_ctl_recv(kd, p, ep, m, ctx);
 	} else if (!kdsm_peer_keyed(p)) {
 		ret = -EPROTO;	/* no page traffic before its keys */
 	} else {
@@ -550,8 +625,12 @@ timeout:
 	for (n = 1; n <= kd->geo.nnodes; n++)
 		if (n != kd->geo.self && !kd->peers[n].ready)
 			break;
-	kdsm_fail_locked(kd, "node %u: node %u not ready within %u ms",
-			 kd->geo.self, n, kd->join_ms);
+	if (n > kd->geo.nnodes)
+		kdsm_fail_locked(kd, "node %u: not ready within %u ms",
+				 kd->geo.self, kd->join_ms);
+	else
+		kdsm_fail_locked(kd, "node %u: node %u not ready within %u ms",
+				 kd->geo.self, n, kd->join_ms);
 	spin_unlock_bh(&kd->lock);
 done:
 	if (kd->state == KDSM_STATE_READY)
@@ -603,15 +682,26 @@ static void kdsm_fail_work(struct work_struct *w)
 	struct kdsm_sig s;
 	u8 n;
 
-	kdsm_sig(&s, KDSM_ABORT, 0, kd->geo.self);
+	/*
+	 * One try each, no wait: a peer that returns no credits is lost
+	 * too, and its own heartbeat fails it.
+	 */
+	spin_lock_bh(&kd->lock);
+	kdsm_sig(&s, KDSM_ABORT, 0, kd->lost ?: kd->geo.self);
 	for (n = 1; n <= kd->geo.nnodes; n++)
 		if (n != kd->geo.self)
-			kdsm_xmit(kd, n, &s);	/* best effort */
-	/* lock and barrier waiters were woken when the cluster failed */
+			kdsm_xmit_locked(kd, n, &s);
+	spin_unlock_bh(&kd->lock);
+	/*
+	 * Lock and barrier waiters were woken when the cluster failed.  A
+	 * page is lost when this node cannot use it, or a task of ours waits
+	 * for it (fault_t0: its fault may still sit in the deferred queue).
+	 */
 	lost = bitmap_zalloc(npages, GFP_KERNEL);
 	spin_lock_bh(&kd->lock);
 	for (page = 0; lost && page < npages; page++)
-		if (kd->pg[page].prot == KDSM_NONE || kd->pg[page].pending)
+		if (kd->pg[page].prot == KDSM_NONE || kd->pg[page].pending ||
+		    kd->fault_t0[page])
 			__set_bit(page, lost);
 	spin_unlock_bh(&kd->lock);
 	/* without memory the faults still fail, one by one, as they come */
@@ -636,12 +726,15 @@ static void kdsm_ping_work(struct work_struct *w)
 
 	kdsm_sig(&s, KDSM_PING, 0, 0);
 	spin_lock_bh(&kd->lock);
+	if (!kdsm_live(kd)) {
+		spin_unlock_bh(&kd->lock);
+		return;
+	}
 	for (n = 1; n <= kd->geo.nnodes; n++)
 		if (n != kd->geo.self)
 			kdsm_xmit_locked(kd, n, &s);	/* busy: no need */
-	if (kdsm_live(kd))
-		queue_delayed_work(kdsm_wq, &kd->ping_work,
-				   msecs_to_jiffies(KDSM_PING_MS));
+	queue_delayed_work(kdsm_wq, &kd->ping_work,
+			   msecs_to_jiffies(KDSM_PING_MS));
 	spin_unlock_bh(&kd->lock);
 }
 
@@ -705,6 +798,7 @@ static void kdsm_cluster_free(struct kdsm_cluster *kd)
 	vfree(kd->fault_t0);
 	kfree(kd->lockwait);
 	kfree(kd->lockmgr);
+	kfree(kd->spare);	/* a fault may park one after the drain */
 	free_percpu(kd->stats);
 	kfree(kd);
 }
@@ -755,6 +849,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	INIT_LIST_HEAD(&kd->deferred);
 	INIT_WORK(&kd->defer_work, kdsm_defer_work);
 	INIT_WORK(&kd->form_work, kdsm_form_work);
+	INIT_WORK(&kd->greet_work, kdsm_greet_work);
 	INIT_WORK(&kd->fail_work, kdsm_fail_work);
 	INIT_DELAYED_WORK(&kd->ping_work, kdsm_ping_work);
 	init_waitqueue_head(&kd->sync_wq);
@@ -841,6 +936,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 
 	kdsm_fail(kd, "node %u left", kd->geo.self);
 	cancel_work_sync(&kd->form_work);
+	cancel_work_sync(&kd->greet_work);
 	cancel_delayed_work_sync(&kd->ping_work);
 	flush_work(&kd->fail_work);	/* sync waiters woken */
 	debugfs_remove_recursive(kd->debugfs);
@@ -850,6 +946,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 		if (kd->peers[n].dialed)
 			kverbs_ep_close(kd->peers[n].dialed);
 	kverbs_domain_destroy(kd->dom);	/* every ->disconnected ran */
+	cancel_work_sync(&kd->greet_work);	/* a late ->connected's */
 	kdsm_engine_drain(kd);
 	kverbs_region_destroy(kd->kr);
 	kvmem_region_destroy(kd->vr);

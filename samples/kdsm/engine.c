@@ -177,7 +177,12 @@ static int kdsm_act(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 		ret = kdsm_rdma_data(kd, a->to, ev->page);
 		if (ret == -EAGAIN)
 			ev->reason = KDSM_DEFER_NOBUF;
-		return ret == -EAGAIN ? ret : 0;
+		if (!ret || ret == -EAGAIN)
+			return ret;
+		/* never the reply that says the data is there */
+		kdsm_fail_locked(kd, "node %u: page %u to node %u: RDMA write failed: %d",
+				 g->self, ev->page, a->to, ret);
+		return -ESHUTDOWN;
 	case KDSM_ACT_REVOKE:
 	case KDSM_ACT_GRANT:
 		ret = kvmem_protect(kd->vr, &range, 1, a->prot, KVERBS_NOWAIT);
@@ -185,14 +190,19 @@ static int kdsm_act(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 			ev->reason = KDSM_DEFER_ZAP;
 			return ret;
 		}
-		if (!ret && a->kind == KDSM_ACT_GRANT && kd->fault_t0[ev->page]) {
+		if (ret) {
+			kdsm_fail_locked(kd, "node %u: page %u: protection change failed: %d",
+					 g->self, ev->page, ret);
+			return -ESHUTDOWN;
+		}
+		if (a->kind == KDSM_ACT_GRANT && kd->fault_t0[ev->page]) {
 			u64 ns = ktime_get_ns() - kd->fault_t0[ev->page];
 
 			kd->fault_t0[ev->page] = 0;
 			kdsm_count_fault_done(kd, ns);
 			trace_kdsm_fault_done(g->self, ev->page, a->prot, ns);
 		}
-		return 0;	/* kvmem fails only for a dead region */
+		return 0;
 	case KDSM_ACT_QUEUE:
 		kdsm_home_queue(kd, ev->page, a, &ret);
 		return ret;
@@ -212,15 +222,20 @@ static int kdsm_act_wait(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 {
 	struct kvmem_range range = { .first = ev->page, .count = 1 };
 
+	int ret = -EAGAIN;
+
 	spin_unlock_bh(&kd->lock);
 	if (ev->reason == KDSM_DEFER_ZAP)
-		kvmem_protect(kd->vr, &range, 1, a->prot, 0);
+		ret = kvmem_protect(kd->vr, &range, 1, a->prot, 0);
 	else
 		usleep_range(20, 100);	/* completions free buffers */
 	spin_lock_bh(&kd->lock);
-	if (kd->state != KDSM_STATE_READY && kd->state != KDSM_STATE_FORMING)
+	if (ret && ret != -EAGAIN)
+		kdsm_fail_locked(kd, "node %u: page %u: protection change failed: %d",
+				 kd->geo.self, ev->page, ret);
+	if (!kdsm_live(kd))
 		return -ESHUTDOWN;
-	return ev->reason == KDSM_DEFER_ZAP ? 0 : -EAGAIN;
+	return ret;
 }
 
 /*
@@ -262,6 +277,14 @@ static int kdsm_run(struct kdsm_cluster *kd, struct kdsm_ev *ev, bool worker)
 	}
 }
 
+/**
+ * kdsm_defer - queue @ev for the deferral worker
+ * @kd: cluster
+ * @ev: the event, @ev->reason set; a KDSM_EV_SYNC event holds up later
+ *	sync messages, any other later events of its page
+ *
+ * Context: any; under kd->lock.
+ */
 void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 {
 	static const unsigned int stat[] = {
@@ -270,9 +293,13 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 		[KDSM_DEFER_ORDER] = KDSM_STAT_EV_DEFER_ORDER,
 	};
 
+	lockdep_assert_held(&kd->lock);
 	kdsm_count(kd, stat[ev->reason], 1);
 	trace_kdsm_defer(kd->geo.self, ev->page, ev->reason);
-	kd->defer[ev->page]++;
+	if (ev->kind == KDSM_EV_SYNC)
+		kd->sync_defer++;
+	else
+		kd->defer[ev->page]++;
 	list_add_tail(&ev->link, &kd->deferred);
 	queue_work(kdsm_wq, &kd->defer_work);
 }
@@ -309,8 +336,11 @@ int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	ev->t0 = t0;
 
 	spin_lock_bh(&kd->lock);
-	if (!kdsm_live(kd))
-		goto out_unlock;
+	if (!kdsm_live(kd)) {
+		spin_unlock_bh(&kd->lock);
+		kdsm_ev_put(kd, ev);	/* dropped: the cluster failed */
+		return 0;
+	}
 	if (kd->defer[ev->page]) {
 		ev->reason = KDSM_DEFER_ORDER;
 		kdsm_defer(kd, ev);
@@ -326,8 +356,9 @@ int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 		spin_unlock_bh(&kd->lock);
 		return 0;
 	}
-out_unlock:
 	spin_unlock_bh(&kd->lock);
+	if (ret == -ESHUTDOWN)
+		ret = 0;	/* an action failed the cluster */
 	if (!ret) {
 		kdsm_count(kd, KDSM_STAT_EV_SOFTIRQ, 1);
 		kdsm_count(kd, KDSM_STAT_SOFTIRQ_NS, ktime_get_ns() - t0);
@@ -454,13 +485,17 @@ void kdsm_defer_work(struct work_struct *w)
 					      link))) {
 		list_del(&ev->link);
 		ret = 0;
-		if (kdsm_live(kd)) {
-			if (ev->kind == KDSM_EV_ACTS)
-				ret = kdsm_run(kd, ev, true);
-			else
-				ret = kdsm_run_first(kd, ev);
+		if (ev->kind == KDSM_EV_SYNC) {
+			if (kdsm_live(kd))
+				ret = kdsm_sync_run(kd, ev);
+			kd->sync_defer--;
+		} else {
+			if (kdsm_live(kd))
+				ret = ev->kind == KDSM_EV_ACTS ?
+				      kdsm_run(kd, ev, true) :
+				      kdsm_run_first(kd, ev);
+			kd->defer[ev->page]--;
 		}
-		kd->defer[ev->page]--;
 		if (ret < 0 && ret != -ESHUTDOWN)
 			kdsm_fail_locked(kd, "node %u: page %u: node %u's event does not fit (%d)",
 					 kd->geo.self, ev->page, ev->from, ret);

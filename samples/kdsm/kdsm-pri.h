@@ -105,6 +105,7 @@ enum kdsm_refusal {
 	KDSM_REFUSE_VERSION,
 	KDSM_REFUSE_GEOMETRY,	/* nnodes, npages, placement or page size */
 	KDSM_REFUSE_OPTIONS,
+	KDSM_REFUSE_STATE,	/* this node failed or left: not forming */
 };
 
 struct kdsm_peer {
@@ -112,6 +113,7 @@ struct kdsm_peer {
 	bool hello;		/* its HELLO matched ours */
 	bool ready;		/* its READY arrived */
 	bool refused;		/* messages from it are dropped */
+	bool greeted;		/* our HELLO and keys went to it */
 	u8 rkey_shift;		/* its keys' extent, log2 bytes */
 	u32 nkeys;		/* keys received */
 	u32 nkeys_want;		/* announced in its HELLO */
@@ -133,6 +135,7 @@ enum kdsm_ev_kind {
 	KDSM_EV_MSG = 1,	/* a protocol message (peer's or our own) */
 	KDSM_EV_FAULT,		/* this node's task faulted */
 	KDSM_EV_ACTS,		/* the rest of an event's actions */
+	KDSM_EV_SYNC,		/* a lock or barrier message (@sig) */
 };
 
 enum kdsm_defer_reason {
@@ -156,7 +159,10 @@ struct kdsm_ev {
 	bool write;
 	u32 page;
 	u64 t0;			/* arrival, ns */
-	struct kdsm_msg msg;
+	union {
+		struct kdsm_msg msg;
+		struct kdsm_sig sig;
+	};
 	struct kdsm_act acts[KDSM_MAX_ACTS];
 	struct {
 		u8 from;
@@ -210,7 +216,9 @@ struct kdsm_cluster {
 	struct kdsm_ev *spare;		/* one event kept for softirq */
 
 	struct work_struct form_work;
+	struct work_struct greet_work;	/* peers connected, not greeted */
 	struct work_struct fail_work;
+	u8 lost;			/* the peer whose loss failed us */
 	struct delayed_work ping_work;
 
 	/* locks and barriers, under @lock */
@@ -220,6 +228,7 @@ struct kdsm_cluster {
 	u32 bar_gen;			/* barriers this node entered */
 	u32 bar_passed;			/* barriers this node passed */
 	bool bar_busy;
+	u32 sync_defer;			/* KDSM_EV_SYNC in @deferred */
 	u32 mgr_gen;			/* node 1: barriers completed */
 	u8 mgr_entered;			/* node 1: bitmap of the current one */
 
@@ -267,7 +276,9 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page);
 
 /* sync.c */
-int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
+int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
+		   enum kvmsg_ctx ctx);
+int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		       unsigned long arg, void *priv);
 

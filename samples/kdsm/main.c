@@ -88,7 +88,7 @@ static struct miscdevice kdsm_dev = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "kdsm",
 	.fops = &kdsm_dev_fops,
-	.mode = 0666,
+	.mode = 0600,	/* a udev rule may open it to a group */
 };
 
 static int __init kdsm_init(void)

@@ -23,11 +23,20 @@
  *
  * Every state change that sends a message takes the send buffer first
  * (under kd->lock, KVERBS_NOWAIT): without one it changes nothing and
- * the caller retries (a task after a short sleep; the kvmsg handler by
- * returning -EAGAIN, which runs it again in process context).
+ * the caller retries: a task after a short sleep; a peer's message goes
+ * to kdsm's deferred queue (KDSM_EV_SYNC), and every later peer sync
+ * message behind it, so they apply in arrival order.  kvmsg's own
+ * deferral is not used for this: it is one work item per domain, and a
+ * sleep there would stall every endpoint's messages.
+ *
+ * Peer messages apply while the cluster is forming too: a peer is READY
+ * as soon as it has every READY, and may enter a barrier or ask for a
+ * lock before this node has seen the last READY.
  */
 #include <linux/delay.h>
+#include <linux/ktime.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 
 #include "kdsm-pri.h"
@@ -65,6 +74,19 @@ static void kdsm_lock_granted(struct kdsm_cluster *kd, u32 id)
 	kd->lockwait[id].waiting = false;
 	kdsm_count(kd, KDSM_STAT_LOCKS, 1);
 	wake_up_all(&kd->sync_wq);
+}
+
+/* Manager: drop this node from the head of @id's queue if its waiter died. */
+static void kdsm_mgr_skip_abandoned(struct kdsm_cluster *kd, u32 id)
+{
+	struct kdsm_lockmgr *m = &kd->lockmgr[id];
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
+
+	if (!m->nq || m->q[0] != kd->geo.self || !lw->abandoned)
+		return;
+	memmove(m->q, m->q + 1, --m->nq);
+	lw->waiting = false;
+	lw->abandoned = false;
 }
 
 /* Manager: @from asks for lock @id. */
@@ -107,6 +129,8 @@ static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from)
 
 	if (m->holder != from)
 		return -EPROTO;
+	/* at most one entry is ours: a node asks once per lock */
+	kdsm_mgr_skip_abandoned(kd, id);
 	next = m->nq ? m->q[0] : 0;
 	if (next && next != kd->geo.self) {
 		b = kdsm_reserve_locked(kd, next);
@@ -237,22 +261,82 @@ static int kdsm_sync_apply(struct kdsm_cluster *kd, u8 from,
  * @kd: cluster
  * @from: sender
  * @s: the message
+ * @ctx: where kvmsg runs us
  *
  * Context: the kvmsg handler.
- * Return: 0, -EAGAIN (no send buffer: kvmsg calls again in process
- * context) or -EPROTO (malformed or out of turn).
+ * Return: 0 (applied, queued behind a shortage, or dropped because the
+ * cluster failed), -EAGAIN (no memory in softirq: kvmsg calls again in
+ * process context), -ENOMEM, or -EPROTO (malformed or out of turn).
  */
-int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s)
+int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
+		   enum kvmsg_ctx ctx)
+{
+	struct kdsm_ev *ev;
+	int ret;
+
+	spin_lock_bh(&kd->lock);
+	if (!kdsm_live(kd)) {
+		spin_unlock_bh(&kd->lock);
+		return 0;
+	}
+	ret = kd->sync_defer ? -EAGAIN : kdsm_sync_apply(kd, from, s);
+	spin_unlock_bh(&kd->lock);
+	if (ret != -EAGAIN)
+		return ret;
+
+	ev = kzalloc(sizeof(*ev), ctx == KVMSG_CTX_PROCESS ? GFP_KERNEL :
+		     GFP_ATOMIC);
+	if (!ev) {
+		kdsm_count(kd, KDSM_STAT_EV_DEFER_NOMEM, 1);
+		return ctx == KVMSG_CTX_PROCESS ? -ENOMEM : -EAGAIN;
+	}
+	ev->kind = KDSM_EV_SYNC;
+	ev->from = from;
+	ev->sig = *s;
+	ev->t0 = ktime_get_ns();
+	spin_lock_bh(&kd->lock);
+	if (!kdsm_live(kd)) {
+		spin_unlock_bh(&kd->lock);
+		kfree(ev);
+		return 0;
+	}
+	/* it may fit now; if not, keep arrival order behind the others */
+	ret = kd->sync_defer ? -EAGAIN : kdsm_sync_apply(kd, from, s);
+	if (ret == -EAGAIN) {
+		ev->reason = kd->sync_defer ? KDSM_DEFER_ORDER :
+			     KDSM_DEFER_NOBUF;
+		kdsm_defer(kd, ev);
+		ev = NULL;
+		ret = 0;
+	}
+	spin_unlock_bh(&kd->lock);
+	kfree(ev);
+	return ret;
+}
+
+/**
+ * kdsm_sync_run - apply a deferred lock or barrier message, waiting for
+ *	its send buffers
+ * @kd: cluster, live
+ * @ev: the KDSM_EV_SYNC event
+ *
+ * Context: kdsm's deferral worker, under kd->lock, which it drops to wait.
+ * Return: 0, -ESHUTDOWN (the cluster failed meanwhile), -EPROTO.
+ */
+int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 {
 	int ret;
 
+	lockdep_assert_held(&kd->lock);
 	for (;;) {
-		spin_lock_bh(&kd->lock);
-		ret = kdsm_ready(kd) ? kdsm_sync_apply(kd, from, s) : 0;
-		spin_unlock_bh(&kd->lock);
-		if (ret != -EAGAIN || !in_task())
+		ret = kdsm_sync_apply(kd, ev->from, &ev->sig);
+		if (ret != -EAGAIN)
 			return ret;
+		spin_unlock_bh(&kd->lock);
 		usleep_range(20, 100);	/* completions free buffers */
+		spin_lock_bh(&kd->lock);
+		if (!kdsm_live(kd))
+			return -ESHUTDOWN;
 	}
 }
 
@@ -276,6 +360,14 @@ static int kdsm_sync_retry(struct kdsm_cluster *kd,
 			return -EINTR;
 		usleep_range(20, 100);
 	}
+}
+
+/* Under kd->lock: two tasks may race to unlock; one gives it back. */
+static int kdsm_unlock_locked(struct kdsm_cluster *kd, u32 id)
+{
+	if (!kd->lockwait[id].held)
+		return -EPERM;
+	return kdsm_release_locked(kd, id);
 }
 
 static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id)
@@ -320,15 +412,13 @@ static int kdsm_lock(struct kdsm_cluster *kd, u32 id)
 		lw->abandoned = true;	/* the grant goes straight back */
 	spin_unlock_bh(&kd->lock);
 	if (ret == -ERESTARTSYS && held)	/* killed as it came */
-		kdsm_sync_retry(kd, kdsm_release_locked, id, false);
+		kdsm_sync_retry(kd, kdsm_unlock_locked, id, false);
 	return ret;
 }
 
 static int kdsm_unlock(struct kdsm_cluster *kd, u32 id)
 {
-	if (!READ_ONCE(kd->lockwait[id].held))
-		return -EPERM;
-	return kdsm_sync_retry(kd, kdsm_release_locked, id, false);
+	return kdsm_sync_retry(kd, kdsm_unlock_locked, id, false);
 }
 
 static int kdsm_bar_ask(struct kdsm_cluster *kd, u32 gen)

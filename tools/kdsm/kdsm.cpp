@@ -94,6 +94,16 @@ attrs parse(const std::uint8_t *p, std::size_t len)
     return out;
 }
 
+// A string attribute, bounded by its length whether or not it ends in NUL.
+std::string attr_str(const attrs &a, std::uint16_t type)
+{
+    auto it = a.find(type);
+    if (it == a.end())
+        return {};
+    const char *p = reinterpret_cast<const char *>(it->second.first);
+    return std::string(p, strnlen(p, it->second.second));
+}
+
 template <typename T> T attr(const attrs &a, std::uint16_t type, T dflt = T{})
 {
     auto it = a.find(type);
@@ -174,6 +184,10 @@ control::control()
     }
     const attrs a = parse(reply.data(), reply.size());
     family_ = attr<std::uint16_t>(a, CTRL_ATTR_FAMILY_ID);
+    if (!family_) {
+        ::close(fd_);
+        throw error(EPROTO, "the kdsm netlink family has no id");
+    }
 }
 
 control::~control()
@@ -194,33 +208,40 @@ int control::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *
         return errno;
     std::vector<std::uint8_t> buf(65536);
     for (;;) {
-        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), 0);
+        // MSG_TRUNC: the real length, so a cut reply is an error
+        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
         if (n < 0)
             return errno;
+        if (static_cast<std::size_t>(n) > buf.size())
+            return EMSGSIZE;
         std::size_t len = static_cast<std::size_t>(n);
+        // NLMSG_OK: the header and nlmsg_len both lie within @len
         for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
              r = NLMSG_NEXT(r, len)) {
             if (r->nlmsg_seq != h->nlmsg_seq)
                 continue;
+            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
             if (r->nlmsg_type == NLMSG_ERROR) {
+                if (payload < sizeof(nlmsgerr))
+                    return EPROTO;
                 const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(r));
                 if (e->error && (r->nlmsg_flags & NLM_F_ACK_TLVS)) {
                     // the request echoed or capped, then the TLVs
                     std::size_t off = sizeof(*e);
-                    if (!(r->nlmsg_flags & NLM_F_CAPPED))
+                    if (!(r->nlmsg_flags & NLM_F_CAPPED) && e->msg.nlmsg_len >= NLMSG_HDRLEN)
                         off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-                    const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
-                    const std::size_t plen = r->nlmsg_len - NLMSG_HDRLEN - off;
-                    const attrs t = parse(p, plen);
-                    auto it = t.find(NLMSGERR_ATTR_MSG);
-                    if (it != t.end())
-                        last_ack_ = reinterpret_cast<const char *>(it->second.first);
+                    if (off <= payload) {
+                        const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
+                        last_ack_ = attr_str(parse(p, payload - off), NLMSGERR_ATTR_MSG);
+                    }
                 }
                 return -e->error;
             }
             if (reply) {
+                if (payload < GENL_HDRLEN)
+                    return EPROTO;
                 const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
-                reply->assign(p, p + (r->nlmsg_len - NLMSG_HDRLEN - GENL_HDRLEN));
+                reply->assign(p, p + (payload - GENL_HDRLEN));
             }
         }
     }
@@ -265,8 +286,7 @@ status control::get()
     s.npages = attr<std::uint32_t>(a, KDSM_A_NPAGES);
     s.placement = attr<std::uint8_t>(a, KDSM_A_PLACEMENT);
     s.options = attr<std::uint32_t>(a, KDSM_A_OPTIONS);
-    if (auto it = a.find(KDSM_A_ERROR); it != a.end())
-        s.error = reinterpret_cast<const char *>(it->second.first);
+    s.error = attr_str(a, KDSM_A_ERROR);
     s.stats.assign(__KDSM_STAT_MAX, 0);
     if (auto it = a.find(KDSM_A_STATS); it != a.end())
         for (const auto &[type, v] : parse(it->second.first, it->second.second))
@@ -307,14 +327,16 @@ attachment::attachment(int timeout_ms)
     if (dev < 0)
         throw error(errno, "open /dev/kdsm (is kdsm.ko loaded?)");
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    int err = 0;
     for (;;) {
         fd_ = ::ioctl(dev, KDSM_IOC_ATTACH);
-        if (fd_ >= 0 || errno != EAGAIN || std::chrono::steady_clock::now() > end)
+        err = fd_ < 0 ? errno : 0;
+        if (fd_ >= 0 || err != EAGAIN || std::chrono::steady_clock::now() > end)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    const int err = errno;
     if (fd_ >= 0 && ::ioctl(dev, KDSM_IOC_INFO, &info_) < 0) {
+        err = errno;
         ::close(fd_);
         fd_ = -1;
     }
@@ -344,8 +366,10 @@ void *attachment::allocate(std::size_t n, std::size_t align, bool page_aligned)
 {
     if (page_aligned)
         align = page_size();
+    if (!align)
+        align = alignof(std::max_align_t);
     const std::size_t at = (used_ + align - 1) / align * align;
-    if (at + n > bytes())
+    if (at > bytes() || n > bytes() - at)
         throw error(ENOMEM, "region full: " + std::to_string(at + n) + " of " +
                                 std::to_string(bytes()) + " bytes");
     used_ = at + n;
@@ -377,6 +401,30 @@ status attachment::counters()
     if (!ctl_)
         ctl_.emplace();
     return ctl_->get();
+}
+
+void mutex::lock()
+{
+    local_.lock();
+    try {
+        a_.lock(id_);
+    } catch (...) {
+        local_.unlock();
+        throw;
+    }
+}
+
+void mutex::unlock() noexcept
+{
+    try {
+        a_.unlock(id_);
+    } catch (const std::exception &e) {
+        // Only a failed cluster refuses an unlock (EHOSTDOWN): the data
+        // the lock guards is gone with it, so stop rather than go on.
+        std::fprintf(stderr, "kdsm: %s\n", e.what());
+        std::_Exit(3);
+    }
+    local_.unlock();
 }
 
 void barrier::completion::operator()() noexcept

@@ -24,6 +24,8 @@ struct options {
     std::string test;
     bool same_page = false;
     bool expect_violations = false;
+    unsigned lock = 1;         // litmus hold/take/unlock-race: the lock id
+    unsigned hold_ms = 1000;   // litmus hold: how long
 };
 
 inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
@@ -52,6 +54,10 @@ inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
             o.same_page = true;
         else if (a == "--expect-violations")
             o.expect_violations = true;
+        else if (a == "--lock")
+            o.lock = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
+        else if (a == "--hold-ms")
+            o.hold_ms = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
         else {
             std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
             std::exit(2);

@@ -12,9 +12,23 @@
 //            r = data.  Forbidden: r != i.
 //   lb       load buffering: r1 = x; y = i  ||  r2 = y; x = i.
 //            Forbidden: r1 = r2 = i (both saw a store that follows).
+//   iriw     independent reads of independent writes (4 nodes or more):
+//            node 1: x = i  ||  node 2: y = i  ||  node 3: r1 = x; r2 = y
+//            ||  node 4: r3 = y; r4 = x.  Forbidden: r1 = i, r2 < i,
+//            r3 = i, r4 < i (nodes 3 and 4 saw the writes in opposite
+//            orders).
 //   counter  every thread of every node adds 1 under a kdsm::mutex
 //            --iters times and writes its own slot of one shared page;
 //            the counter and the slots must end exact.
+//
+// Lock cases, one node at a time (no collective calls):
+//
+//   hold         take lock --lock, print "held", keep it --hold-ms, give
+//                it back, print "released".
+//   take         take lock --lock and give it back.
+//   unlock-race  --iters times: take lock --lock, then two threads give it
+//                back at once; exactly one must succeed and the other get
+//                EPERM, and the cluster must stay up.
 //
 // Variables sit on separate pages (odd ones, so that the test-only weak
 // mode, which skips invalidations of odd pages, reaches them) or, with
@@ -23,6 +37,8 @@
 #include "app.hpp"
 
 #include <atomic>
+#include <barrier>
+#include <cerrno>
 
 namespace {
 
@@ -39,6 +55,46 @@ int *place(kdsm::attachment &a, int *share)
     return p;
 }
 
+// The lock cases; see the top of the file.
+int lock_case(kdsm::attachment &dsm, const app::options &o)
+{
+    if (o.test == "hold" || o.test == "take") {
+        dsm.lock(o.lock);
+        std::printf("litmus %s: node %u took lock %u\n", o.test.c_str(), dsm.node(), o.lock);
+        std::fflush(stdout);
+        if (o.test == "hold") {
+            std::printf("held\n");
+            std::fflush(stdout);
+            std::this_thread::sleep_for(std::chrono::milliseconds(o.hold_ms));
+        }
+        dsm.unlock(o.lock);
+        std::printf("released\n");
+        return 0;
+    }
+    std::size_t wrong = 0;
+    std::barrier sync(2);
+    int res[2];
+    for (unsigned i = 0; i < o.iters; i++) {
+        dsm.lock(o.lock);
+        app::run_threads(2, [&](unsigned t) {
+            sync.arrive_and_wait();
+            try {
+                dsm.unlock(o.lock);
+                res[t] = 0;
+            } catch (const kdsm::error &e) {
+                res[t] = e.errnum();
+            }
+        });
+        const bool one_won = (res[0] == 0 && res[1] == EPERM) ||
+                             (res[0] == EPERM && res[1] == 0);
+        if (!one_won && wrong++ < 5)
+            std::printf("iteration %u: unlocks returned %d and %d\n", i, res[0], res[1]);
+    }
+    std::printf("litmus unlock-race: node %u, %u iterations, %zu wrong\n", dsm.node(),
+                o.iters, wrong);
+    return wrong ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -47,6 +103,8 @@ int main(int argc, char **argv)
         const app::options o = app::parse(argc, argv, 0, 2000);
         kdsm::attachment dsm;
         const unsigned me = dsm.node();
+        if (o.test == "hold" || o.test == "take" || o.test == "unlock-race")
+            return lock_case(dsm, o);
         int *x = place(dsm, nullptr);
         int *y = place(dsm, o.same_page ? x : nullptr);
         int *flag = o.same_page ? x + 32 : static_cast<int *>(dsm.allocate(sizeof(int), 0, true));
@@ -86,6 +144,38 @@ int main(int argc, char **argv)
                 std::printf("litmus counter: %u nodes x %u threads x %u: counter %ld of %ld, "
                             "%zu slots wrong\n", dsm.nnodes(), o.threads, o.iters, got, want,
                             bad_slots);
+            }
+        } else if (o.test == "iriw") {
+            if (dsm.nnodes() < 4) {
+                std::fprintf(stderr, "litmus: iriw needs 4 nodes\n");
+                return 2;
+            }
+            // node 3's pair of reads, then node 4's, for node 1
+            kdsm::shared_array<int> seen(dsm, 4 * std::size_t(o.iters));
+            for (unsigned i = 0; i < o.iters; i++) {
+                const int v = int(i + 1);
+                dsm.barrier_all();
+                if (me == 1) {
+                    ref(*x).store(v);
+                } else if (me == 2) {
+                    ref(*y).store(v);
+                } else if (me == 3 || me == 4) {
+                    int *first = me == 3 ? x : y, *second = me == 3 ? y : x;
+                    while (ref(*first).load() != v)  // the first write landed
+                        ;
+                    mine[i] = ref(*second).load();
+                }
+            }
+            if (me == 3 || me == 4)
+                for (unsigned i = 0; i < o.iters; i++)
+                    seen[(me - 3) * std::size_t(o.iters) + i] = mine[i];
+            dsm.barrier_all();
+            if (me == 1) {
+                // node 3 saw x before y and node 4 y before x: forbidden
+                for (unsigned i = 0; i < o.iters; i++)
+                    violations += seen[i] < int(i + 1) && seen[o.iters + i] < int(i + 1);
+                std::printf("litmus iriw (%s): %u iterations, %zu violations of SC\n",
+                            o.same_page ? "one page" : "separate pages", o.iters, violations);
             }
         } else if (o.test == "sb" || o.test == "mp" || o.test == "lb") {
             for (unsigned i = 0; i < o.iters; i++) {
@@ -137,7 +227,8 @@ int main(int argc, char **argv)
                             o.iters, violations);
             }
         } else {
-            std::fprintf(stderr, "litmus: --test sb, mp, lb or counter\n");
+            std::fprintf(stderr, "litmus: --test sb, mp, lb, iriw, counter, hold, take "
+                                 "or unlock-race\n");
             return 2;
         }
         const double secs = app::seconds_since(t0);

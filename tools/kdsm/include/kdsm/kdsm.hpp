@@ -16,6 +16,7 @@
 #include <kverbs/kdsm.h>
 
 #include <barrier>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -129,7 +130,7 @@ template <typename T>
 class shared_array {
 public:
     shared_array(attachment &a, std::size_t n, bool page_aligned = true)
-        : p_(static_cast<T *>(a.allocate(n * sizeof(T), alignof(T), page_aligned))), n_(n) {}
+        : p_(static_cast<T *>(a.allocate(bytes(n), alignof(T), page_aligned))), n_(n) {}
     T &operator[](std::size_t i) { return p_[i]; }
     const T &operator[](std::size_t i) const { return p_[i]; }
     T *data() { return p_; }
@@ -139,17 +140,26 @@ public:
     T *end() { return p_ + n_; }
 
 private:
+    static std::size_t bytes(std::size_t n)
+    {
+        if (n > SIZE_MAX / sizeof(T))
+            throw error(ENOMEM, "shared_array of " + std::to_string(n) + " elements");
+        return n * sizeof(T);
+    }
     T *p_;
     std::size_t n_;
 };
 
 // A cluster-wide lock: this node's threads queue locally, then one asks
 // the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node.
+// lock() throws kdsm::error (the cluster failed, or the task was killed);
+// unlock() cannot fail but in a failed cluster, and then ends the process
+// (exit status 3), as a barrier that cannot complete does.
 class mutex {
 public:
     mutex(attachment &a, std::uint32_t id) : a_(a), id_(id) {}
-    void lock() { local_.lock(); a_.lock(id_); }
-    void unlock() { a_.unlock(id_); local_.unlock(); }
+    void lock();
+    void unlock() noexcept;
 
 private:
     attachment &a_;
