@@ -23,7 +23,7 @@
  *
  * Locking:
  * - @lock (spinlock, bottom halves off) protects @prot, @mapped,
- *   @pending, @failed, @vma, @mapping and @dead.  It is the one lock a
+ *   @pending, @failed, @want_write, @vma, @mapping and @dead.  It is the one lock a
  *   non-blocking protection change takes, and it is almost always free.
  * - @pt_lock (mutex) orders page-table changes: a fault reads the
  *   protection and installs the entry under it, a revoke records the new
@@ -57,7 +57,17 @@
  * at a time per page, cleared by the grant that answers it); a waiter
  * whose need the grant did not meet calls the client again.  @failed:
  * the client failed the page (kvmem_fail()); every access to it raises
- * SIGBUS, for good, as every access to a dead region does.
+ * SIGBUS, for good, as every access to a dead region does.  @want_write:
+ * a write found a read-only entry the protection does not let it upgrade,
+ * and ->pfn_mkwrite removed the entry; until the page allows writes, a
+ * read fault of it that finds no callback outstanding also asks the
+ * client for write access (without waiting for it: the reader may be
+ * another task).  An instruction that reads and writes one operand may
+ * restart with its read (TCG emulates x86's read-modify-write as a load
+ * then a store), which a read-only entry satisfies again; without this
+ * the client would never hear of the write, and the access would spin
+ * between the read fault and ->pfn_mkwrite for ever.  With it, it spins
+ * only until the write grant.
  *
  * Lifetime (@ref): the creator's reference (kvmem_region_destroy()), one
  * per file (kvmem_region_fd()), and a mapping keeps its file.
@@ -70,6 +80,7 @@ struct kvmem_region {
 	unsigned long *mapped;
 	unsigned long *pending;
 	unsigned long *failed;
+	unsigned long *want_write;
 	spinlock_t lock;		/* see above */
 	struct mutex pt_lock;		/* see above */
 	struct vm_area_struct *vma;

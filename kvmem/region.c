@@ -56,6 +56,7 @@ static void kvmem_region_release(struct kref *ref)
 	bitmap_free(r->mapped);
 	bitmap_free(r->pending);
 	bitmap_free(r->failed);
+	bitmap_free(r->want_write);
 	cleanup_srcu_struct(&r->client_srcu);
 	kfree(r);
 }
@@ -109,7 +110,9 @@ struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,
 	r->mapped = bitmap_zalloc(npages, GFP_KERNEL);
 	r->pending = bitmap_zalloc(npages, GFP_KERNEL);
 	r->failed = bitmap_zalloc(npages, GFP_KERNEL);
-	if (!r->pages || !r->prot || !r->mapped || !r->pending || !r->failed)
+	r->want_write = bitmap_zalloc(npages, GFP_KERNEL);
+	if (!r->pages || !r->prot || !r->mapped || !r->pending || !r->failed ||
+	    !r->want_write)
 		goto fail;
 	memset(r->prot, prot, npages);
 	for (i = 0; i < npages; i++) {
@@ -247,6 +250,17 @@ static bool kvmem_wait_done(struct kvmem_region *r, u32 idx, bool write)
  * VM_FAULT_SIGBUS (-EFAULT for its caller) without waiting; its callback
  * stays outstanding.
  */
+static void kvmem_call(struct kvmem_region *r, u32 idx, bool write)
+{
+	int srcu = kvmem_client_enter(r);
+
+	if (srcu >= 0) {
+		atomic64_inc(&r->callbacks);
+		r->ops->fault(r, idx, write, r->priv);
+		kvmem_client_exit(r, srcu);
+	}
+}
+
 static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 				    bool write, struct vm_fault *vmf)
 {
@@ -258,7 +272,19 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 		return VM_FAULT_SIGBUS;
 	}
 	if (kvmem_prot_allows(r->prot[idx], write)) {
+		/*
+		 * A read that may restart a write ->pfn_mkwrite turned away
+		 * (@want_write): ask the client for write access, once, but
+		 * do not wait for it; the read goes ahead.
+		 */
+		call = !write && test_bit(idx, r->want_write) &&
+		       !kvmem_prot_allows(r->prot[idx], true) &&
+		       !test_and_set_bit(idx, r->pending);
 		spin_unlock_bh(&r->lock);
+		if (call) {
+			atomic64_inc(&r->write_faults);
+			kvmem_call(r, idx, true);
+		}
 		return 0;
 	}
 	call = !test_and_set_bit(idx, r->pending);
@@ -267,15 +293,8 @@ static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 	/* One count per access: a retry of it is the same fault. */
 	if (!(vmf->flags & FAULT_FLAG_TRIED))
 		atomic64_inc(write ? &r->write_faults : &r->read_faults);
-	if (call) {
-		int srcu = kvmem_client_enter(r);
-
-		if (srcu >= 0) {
-			atomic64_inc(&r->callbacks);
-			r->ops->fault(r, idx, write, r->priv);
-			kvmem_client_exit(r, srcu);
-		}
-	}
+	if (call)
+		kvmem_call(r, idx, write);
 	if (kvmem_access_ok(r, idx, write))
 		return kvmem_gone(r, idx) ? VM_FAULT_SIGBUS : 0;
 	if (!(vmf->flags & FAULT_FLAG_ALLOW_RETRY))
@@ -315,6 +334,8 @@ static vm_fault_t kvmem_fault(struct vm_fault *vmf)
 			continue;	/* revoked meanwhile */
 		}
 		set_bit(idx, r->mapped);
+		if (prot == KVMEM_PROT_RW)
+			clear_bit(idx, r->want_write);
 		spin_unlock_bh(&r->lock);
 		ret = vmf_insert_pfn_prot(vma, vmf->address,
 					  page_to_pfn(r->pages[idx]),
@@ -348,11 +369,14 @@ static vm_fault_t kvmem_pfn_mkwrite(struct vm_fault *vmf)
 	spin_unlock_bh(&r->lock);
 	if (gone)
 		return VM_FAULT_SIGBUS;
-	if (prot == KVMEM_PROT_RW)
+	if (prot == KVMEM_PROT_RW) {
+		clear_bit(idx, r->want_write);
 		return 0;
+	}
 	mutex_lock(&r->pt_lock);
 	spin_lock_bh(&r->lock);
 	clear_bit(idx, r->mapped);
+	set_bit(idx, r->want_write);
 	spin_unlock_bh(&r->lock);
 	zap_vma_ptes(vma, vmf->address & PAGE_MASK, PAGE_SIZE);
 	mutex_unlock(&r->pt_lock);

@@ -722,6 +722,29 @@ TEST(Kvmem, WriteNeedBehindAReadCallbackReachesTheClient)
     EXPECT_EQ(r.stats().callbacks, 2U);
 }
 
+// A read-modify-write of one operand on a READ page whose entry is not
+// present: under TCG the instruction restarts with its load, so after
+// ->pfn_mkwrite removes the read-only entry the next fault is a read.
+// kvmem must still ask the client for write access, or the access spins
+// between a read fault and pfn_mkwrite for ever.
+TEST(Kvmem, ReadModifyWriteOfAReadPageAsksForWriteAccess)
+{
+    Region r(1, KVMEM_POLICY_WAIT, KVMEM_PROT_READ);
+    auto *p = reinterpret_cast<volatile int *>(r.map());
+    std::atomic<bool> done{false};
+    std::thread rmw([&] {
+        asm volatile("addl $1, %0" : "+m"(*p));
+        done.store(true);
+    });
+    EXPECT_TRUE(wait_for([&] { return r.stats().write_faults >= 1; }, 5000ms))
+        << "the read-modify-write never asked for write access (read faults: "
+        << r.stats().read_faults << ")";
+    ASSERT_EQ(r.protect({{0, 1}}, KVMEM_PROT_RW), 0);
+    EXPECT_TRUE(wait_for([&] { return done.load(); }, 5000ms)) << "the access never completed";
+    rmw.join();
+    EXPECT_EQ(*p, 1);
+}
+
 // GRANT policy, a reader and a writer on each of 2000 fresh NONE pages at
 // the same time: whichever callback the page gets first, both accesses
 // complete.  A writer stuck behind a read grant is reported, not hung on.
