@@ -46,7 +46,7 @@
  * protocol's (proto.h), numbered above them; all are KDSM_MSG_LEN bytes.
  */
 enum kdsm_ctl_type {
-	KDSM_HELLO = 16,	/* geometry, once per connection */
+	KDSM_HELLO = KDSM_WIRE_CTL_FIRST,	/* geometry, once per connection */
 	KDSM_KEY,		/* one rkey of the sender's region */
 	KDSM_READY,		/* the sender holds every peer's keys */
 	KDSM_PING,		/* heartbeat: makes a dead peer's RC fail */

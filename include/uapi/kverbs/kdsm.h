@@ -111,6 +111,12 @@ enum kdsm_stat {
 };
 
 #define KDSM_HIST_BUCKETS	16	/* [2^i, 2^(i+1)) us; last: beyond */
+/*
+ * KDSM_STAT_MSG_TYPE + t counts messages of wire type t sent: types below
+ * KDSM_WIRE_CTL_FIRST are the page protocol's, the rest setup, heartbeat,
+ * locks and barriers.
+ */
+#define KDSM_WIRE_CTL_FIRST	16
 
 /**
  * struct kdsm_info - KDSM_IOC_INFO

@@ -6,6 +6,7 @@
 
 #include <kdsm/kdsm.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -70,13 +71,37 @@ inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
     return o;
 }
 
-// Run @fn(t) on @n threads of this node and join them.
+// Run @fn(t) on @n threads of this node and join them.  A kdsm::error in
+// one (a lock in a failed cluster) ends the process with status 2: the
+// others may wait in a barrier for ever.
 inline void run_threads(unsigned n, const std::function<void(unsigned)> &fn)
 {
     std::vector<std::jthread> ts;
     for (unsigned t = 0; t < n; t++)
-        ts.emplace_back(fn, t);
+        ts.emplace_back([&fn, t] {
+            try {
+                fn(t);
+            } catch (const kdsm::error &e) {
+                std::fprintf(stderr, "%s: %s\n", program_invocation_short_name, e.what());
+                std::_Exit(2);
+            }
+        });
 }
+
+// An array split in blocks of @per elements over the workers, each block
+// padded to whole pages, so that a page has one writer.
+template <typename T>
+struct slices {
+    std::size_t per, stride;
+    kdsm::shared_array<T> a;
+
+    slices(kdsm::attachment &dsm, std::size_t n, unsigned workers)
+        : per((n + workers - 1) / workers),
+          stride((per * sizeof(T) + dsm.page_size() - 1) / dsm.page_size() * dsm.page_size() /
+                 sizeof(T)),
+          a(dsm, workers * stride) {}
+    T &operator[](std::size_t i) { return a[i / per * stride + i % per]; }
+};
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0)
 {

@@ -3,8 +3,8 @@
 // Sequential-consistency litmus tests across nodes 1 and 2 (others only
 // join the barriers), and a lock stress test on every node:
 //
-// Iteration i (from 1) writes the value i, so no reset is needed and a
-// stale copy shows as an older value:
+// Node 1 zeroes the variables first; iteration i (from 1) writes the
+// value i, so a stale copy shows as an older value:
 //
 //   sb       store buffering (Dekker): x = i; r1 = y  ||  y = i; r2 = x.
 //            Forbidden: r1 < i and r2 < i (neither saw the other's store).
@@ -114,6 +114,15 @@ int main(int argc, char **argv)
         kdsm::shared_array<int> slots(dsm, 64 * KDSM_MAX_NODES);
         kdsm::shared_array<long> counter(dsm, 1);
         std::vector<int> mine(o.iters);
+        // The region keeps what earlier programs left: start from zero.
+        if (me == 1) {
+            ref(*x).store(0);
+            ref(*y).store(0);
+            ref(*flag).store(0);
+            counter[0] = 0;
+            std::fill(slots.begin(), slots.end(), 0);
+        }
+        dsm.barrier_all();
         const kdsm::status before = dsm.counters();
         const auto t0 = std::chrono::steady_clock::now();
         std::size_t violations = 0;

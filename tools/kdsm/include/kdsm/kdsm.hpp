@@ -103,6 +103,8 @@ public:
     unsigned node() const { return info_.node; }
     unsigned nnodes() const { return info_.nnodes; }
     std::size_t page_size() const { return info_.page_size; }
+    std::uint32_t npages() const { return info_.npages; }
+    bool block_placement() const { return info_.placement == KDSM_PLACE_BLOCK; }
     std::size_t bytes() const { return std::size_t(info_.npages) * info_.page_size; }
     std::uint8_t *base() const { return base_; }
     std::size_t page_of(const void *p) const

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// Messages and RDMA operations per fault kind, measured against the
+// designed table of Documentation/kdsm-design.rst ("Messages per fault"),
+// and the fault latency at the requester.
+//
+// Run it first on a freshly formed cluster: the designed counts assume
+// pages that start owned by their home, untouched since.
+//
+// Every scenario uses fresh pages homed at node 2 (block placement), so
+// H = 2; R, O and the sharers are the nodes the scenario names.  A round:
+// the setup accesses, each followed by a barrier (they make O the owner
+// and the sharers hold copies), then every node reads its counters, one
+// barrier, R makes the measured access, a barrier, the counters again.
+// Page-protocol messages (wire types below KDSM_WIRE_CTL_FIRST, so not
+// the barriers' or the heartbeat's) sent by all nodes and RDMA writes are
+// summed over --iters rounds.  Scenarios that need more nodes than the
+// cluster has are skipped, and say so.  Exit 0 when every measured count
+// equals the designed one.
+#include "app.hpp"
+
+#include <array>
+
+namespace {
+
+struct step {
+    unsigned node;
+    bool write;
+};
+
+struct scenario {
+    const char *name;
+    std::vector<step> setup;
+    step measured;
+    unsigned msgs, rdma_writes;  // designed, per fault
+};
+
+// H = 2 throughout; k is the number of sharers other than R and O.
+const std::vector<scenario> scenarios = {
+    {"read, O = H", {}, {1, false}, 3, 1},
+    {"read, O != H, R != H", {{3, true}}, {1, false}, 4, 1},
+    {"read, R = H, O remote", {{3, true}}, {2, false}, 2, 1},
+    {"write, O = H, k = 0", {}, {1, true}, 3, 1},
+    {"write, O = H, k = 2", {{3, false}, {4, false}}, {1, true}, 7, 1},
+    {"write, O != H, R != H, k = 0", {{3, true}}, {1, true}, 4, 1},
+    {"write, R = H, O remote, k = 0", {{3, true}}, {2, true}, 2, 1},
+    {"upgrade, R sharer, O = H, k = 1", {{1, false}, {3, false}}, {1, true}, 5, 0},
+    {"upgrade, R = O = H, k = 1", {{3, false}}, {2, true}, 2, 0},
+    {"upgrade, R = O, R != H, k = 1", {{1, true}, {3, false}}, {1, true}, 5, 0},
+    {"upgrade, R sharer, O != H, R != H, k = 0", {{3, true}, {1, false}}, {1, true}, 4, 0},
+};
+
+unsigned nodes_needed(const scenario &s)
+{
+    unsigned n = std::max(2u, s.measured.node);
+    for (const step &a : s.setup)
+        n = std::max(n, a.node);
+    return n;
+}
+
+void touch(volatile std::uint64_t *p, bool write)
+{
+    if (write)
+        *p = 1;
+    else
+        static_cast<void>(*p);
+}
+
+struct tally {
+    std::uint64_t msgs, rdma, ns, faults;
+    std::array<std::uint32_t, KDSM_WIRE_CTL_FIRST> by_type;
+};
+
+const char *const type_names[KDSM_WIRE_CTL_FIRST] = {
+    "?", "read_req", "write_req", "fwd_read", "fwd_write", "inv", "inv_ack",
+    "read_reply", "write_reply", "done",
+};
+
+}  // namespace
+
+int main(int argc, char **argv)
+{
+    try {
+        const app::options o = app::parse(argc, argv, 0, 8);
+        kdsm::attachment dsm;
+        const unsigned me = dsm.node(), nn = dsm.nnodes();
+        if (!dsm.block_placement()) {
+            std::fprintf(stderr, "faults: needs block placement (kdsmctl create --block)\n");
+            return 2;
+        }
+        const std::size_t ns = scenarios.size();
+        kdsm::shared_array<tally> all(dsm, std::size_t(KDSM_MAX_NODES) * ns);
+        // node 2's pages: [npages / nn, 2 npages / nn), past anything allocated
+        const std::uint32_t first = dsm.npages() / nn, end = 2 * dsm.npages() / nn;
+        const std::size_t need = ns * o.iters;
+        if (dsm.page_of(all.data() + all.size()) >= first || first + need > end) {
+            std::fprintf(stderr, "faults: node 2 homes %u pages, %zu needed\n", end - first, need);
+            return 2;
+        }
+        auto proto = [](const kdsm::status &s) {
+            std::uint64_t n = 0;
+            for (unsigned t = 1; t < KDSM_WIRE_CTL_FIRST; t++)
+                n += s.stat(KDSM_STAT_MSG_TYPE + t);
+            return n;
+        };
+        std::vector<tally> mine(ns);
+        std::uint32_t page = first;
+        for (std::size_t i = 0; i < ns; i++) {
+            const scenario &s = scenarios[i];
+            if (nodes_needed(s) > nn)
+                continue;
+            for (unsigned round = 0; round < o.iters; round++, page++) {
+                auto *p = reinterpret_cast<volatile std::uint64_t *>(dsm.base() +
+                                                                   page * dsm.page_size());
+                for (const step &a : s.setup) {
+                    if (a.node == me)
+                        touch(p, a.write);
+                    dsm.barrier_all();
+                }
+                const kdsm::status a = dsm.counters();
+                dsm.barrier_all();
+                if (s.measured.node == me) {
+                    const auto t0 = std::chrono::steady_clock::now();
+                    touch(p, s.measured.write);
+                    mine[i].ns += std::uint64_t(app::seconds_since(t0) * 1e9);
+                }
+                dsm.barrier_all();
+                const kdsm::status b = dsm.counters();
+                mine[i].msgs += proto(b) - proto(a);
+                for (unsigned t = 1; t < KDSM_WIRE_CTL_FIRST; t++)
+                    mine[i].by_type[t] += std::uint32_t(b.stat(KDSM_STAT_MSG_TYPE + t) -
+                                                        a.stat(KDSM_STAT_MSG_TYPE + t));
+                mine[i].faults += b.stat(KDSM_STAT_READ_FAULTS) + b.stat(KDSM_STAT_WRITE_FAULTS) -
+                                  a.stat(KDSM_STAT_READ_FAULTS) - a.stat(KDSM_STAT_WRITE_FAULTS);
+                mine[i].rdma += (b.stat(KDSM_STAT_RDMA_WRITE_BYTES) -
+                                 a.stat(KDSM_STAT_RDMA_WRITE_BYTES)) / dsm.page_size();
+            }
+        }
+        for (std::size_t i = 0; i < ns; i++)
+            all[(me - 1) * ns + i] = mine[i];
+        dsm.barrier_all();
+        bool ok = true;
+        if (me == 1) {
+            std::printf("faults: %u nodes, %u faults per kind, H = node 2\n", nn, o.iters);
+            std::printf("%-42s %9s %9s %7s %7s %10s\n", "fault", "msgs:des", "msgs:got",
+                        "W:des", "W:got", "R us");
+            for (std::size_t i = 0; i < ns; i++) {
+                const scenario &s = scenarios[i];
+                if (nodes_needed(s) > nn) {
+                    std::printf("%-42s skipped: needs %u nodes\n", s.name, nodes_needed(s));
+                    continue;
+                }
+                tally t{};
+                for (unsigned n = 0; n < nn; n++) {
+                    t.msgs += all[n * ns + i].msgs;
+                    t.rdma += all[n * ns + i].rdma;
+                    t.ns += all[n * ns + i].ns;
+                    t.faults += all[n * ns + i].faults;
+                    for (unsigned k = 1; k < KDSM_WIRE_CTL_FIRST; k++)
+                        t.by_type[k] += all[n * ns + i].by_type[k];
+                }
+                const double msgs = double(t.msgs) / o.iters, rdma = double(t.rdma) / o.iters;
+                const bool same = msgs == s.msgs && rdma == s.rdma_writes;
+                ok &= same;
+                std::printf("%-42s %9u %9.2f %7u %7.2f %10.1f%s\n", s.name, s.msgs, msgs,
+                            s.rdma_writes, rdma, double(t.ns) / o.iters / 1e3,
+                            same ? "" : "  MISMATCH");
+                if (!same) {
+                    std::printf("    %llu faults;",
+                                static_cast<unsigned long long>(t.faults));
+                    for (unsigned k = 1; k < KDSM_WIRE_CTL_FIRST; k++)
+                        if (t.by_type[k])
+                            std::printf(" %s %u", type_names[k] ? type_names[k] : "?",
+                                        t.by_type[k]);
+                    std::printf("\n");
+                }
+            }
+            std::printf("faults: %s\n", ok ? "every kind as designed" : "MISMATCH");
+        }
+        dsm.barrier_all();  // node 1 has read the tallies
+        return ok ? 0 : 1;
+    } catch (const kdsm::error &e) {
+        std::fprintf(stderr, "faults: %s\n", e.what());
+        return 2;
+    }
+}
