@@ -43,6 +43,8 @@ static bool kvmem_apply_locked(struct kvmem_region *r,
 			switch (kvmem_prot_change(r->prot[p], prot)) {
 			case KVMEM_GRANT:
 				clear_bit(p, r->pending);
+				if (prot == KVMEM_PROT_RW)
+					clear_bit(p, r->want_write);
 				granted = true;
 				break;
 			case KVMEM_REVOKE:
@@ -238,8 +240,10 @@ int kvmem_fail(struct kvmem_region *r, const struct kvmem_range *ranges,
 		return ret;
 	spin_lock_bh(&r->lock);
 	ret = r->dead ? -ENODEV : 0;
-	for (i = 0; !ret && i < nr; i++)
+	for (i = 0; !ret && i < nr; i++) {
 		bitmap_set(r->failed, ranges[i].first, ranges[i].count);
+		bitmap_clear(r->want_write, ranges[i].first, ranges[i].count);
+	}
 	spin_unlock_bh(&r->lock);
 	/* Faults see @failed from now on; old entries go with the zap. */
 	if (!ret)

@@ -233,6 +233,18 @@ static bool kvmem_wait_done(struct kvmem_region *r, u32 idx, bool write)
 	return kvmem_access_ok(r, idx, write) || !test_bit(idx, r->pending);
 }
 
+/* The client's fault callback, unless the region is being destroyed. */
+static void kvmem_call(struct kvmem_region *r, u32 idx, bool write)
+{
+	int srcu = kvmem_client_enter(r);
+
+	if (srcu >= 0) {
+		atomic64_inc(&r->callbacks);
+		r->ops->fault(r, idx, write, r->priv);
+		kvmem_client_exit(r, srcu);
+	}
+}
+
 /*
  * Make page @idx allow the access, calling the client first unless a
  * callback for the page is already outstanding.  Returns 0 when allowed
@@ -250,17 +262,6 @@ static bool kvmem_wait_done(struct kvmem_region *r, u32 idx, bool write)
  * VM_FAULT_SIGBUS (-EFAULT for its caller) without waiting; its callback
  * stays outstanding.
  */
-static void kvmem_call(struct kvmem_region *r, u32 idx, bool write)
-{
-	int srcu = kvmem_client_enter(r);
-
-	if (srcu >= 0) {
-		atomic64_inc(&r->callbacks);
-		r->ops->fault(r, idx, write, r->priv);
-		kvmem_client_exit(r, srcu);
-	}
-}
-
 static vm_fault_t kvmem_wait_access(struct kvmem_region *r, u32 idx,
 				    bool write, struct vm_fault *vmf)
 {
@@ -398,6 +399,7 @@ static void kvmem_vm_close(struct vm_area_struct *vma)
 		r->vma = NULL;
 		r->mapping = NULL;
 		bitmap_zero(r->mapped, r->npages);
+		bitmap_zero(r->want_write, r->npages);	/* no access left */
 	}
 	spin_unlock_bh(&r->lock);
 	mutex_unlock(&r->pt_lock);

@@ -21,7 +21,7 @@ SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "kvmem-6.1", "kvmem-6.12", "kvmem-debug", "kdsm-6.1",
           "kdsm-6.12", "kdsm-debug"]
 # Not in a plain `./kvlab test` (CI's time budget): named with --suite.
-OPT_IN_SUITES = ["kdsm8", "kdsm-faults"]
+OPT_IN_SUITES = ["kdsm8"]
 
 
 def _kernels(series_list):
@@ -69,7 +69,7 @@ def cmd_test(args):
         m = re.match(r"(?:integration|kvmem|smp|kdsm)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
-    if {"cluster4", "kdsm8", "kdsm-faults"} & set(chosen):
+    if {"cluster4", "kdsm8"} & set(chosen):
         need.add("6.1")
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
@@ -109,9 +109,6 @@ def cmd_test(args):
         elif s == "kdsm8":
             from . import suite_kdsm
             suites.run_suite(res, s, suite_kdsm.suite_kdsm8, kern["6.1"])
-        elif s == "kdsm-faults":
-            from . import suite_kdsm
-            suites.run_suite(res, s, suite_kdsm.suite_kdsm_faults, kern["6.1"])
         elif s == "kdsm-debug":
             from . import suite_kdsm
             suites.run_suite(res, s, suite_kdsm.suite_kdsm_debug)

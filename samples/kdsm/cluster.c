@@ -159,13 +159,15 @@ int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
  * @to: peer node
  * @msg: the message
  *
- * Waits only while the cluster is live: a peer that returns no credits
- * fails it by the heartbeat's bound or the join deadline, and teardown
- * fails it first, so no worker waits here for ever.
+ * Waits while the cluster is live, and while forming only until the join
+ * deadline, which then fails it; teardown fails it first.  A READY
+ * cluster's peer that stays connected but returns no credits keeps a
+ * sender here (a known limit: Documentation/kdsm.rst, Failure).
  *
  * Context: process; may sleep.
  * Return: as kdsm_xmit_locked(), never -EAGAIN; -ESHUTDOWN when the
- * cluster is no longer live, -EINTR on a fatal signal.
+ * cluster is no longer live, -ETIMEDOUT past the join deadline, -EINTR on
+ * a fatal signal.
  */
 int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
 {
@@ -175,6 +177,12 @@ int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
 		spin_lock_bh(&kd->lock);
 		ret = kdsm_live(kd) ? kdsm_xmit_locked(kd, to, msg) :
 				      -ESHUTDOWN;
+		if (ret == -EAGAIN && kd->state == KDSM_STATE_FORMING &&
+		    time_after(jiffies, kd->join_deadline)) {
+			kdsm_fail_locked(kd, "node %u: no send credit from node %u within %u ms",
+					 kd->geo.self, to, kd->join_ms);
+			ret = -ETIMEDOUT;
+		}
 		spin_unlock_bh(&kd->lock);
 		if (ret != -EAGAIN)
 			return ret;
@@ -344,16 +352,22 @@ static void kdsm_greet_work(struct work_struct *w)
 	for (n = 1; n <= kd->geo.nnodes; n++) {
 		p = &kd->peers[n];
 		spin_lock_bh(&kd->lock);
-		if (!p->grant || p->greeted || !kdsm_live(kd)) {
+		if (!p->grant || p->greeting || !kdsm_live(kd)) {
 			spin_unlock_bh(&kd->lock);
 			continue;
 		}
-		p->greeted = true;
+		p->greeting = true;
 		spin_unlock_bh(&kd->lock);
 		ret = kdsm_greet(kd, p);
-		if (ret && ret != -ESHUTDOWN)
+		if (ret && ret != -ESHUTDOWN) {
 			kdsm_fail(kd, "node %u: greeting node %u failed: %d",
 				  kd->geo.self, n, ret);
+			continue;
+		}
+		spin_lock_bh(&kd->lock);
+		p->greeted = !ret;
+		wake_up_all(&kd->state_wq);
+		spin_unlock_bh(&kd->lock);
 	}
 }
 
@@ -387,6 +401,20 @@ static bool kdsm_keys_complete(struct kdsm_cluster *kd)
 		if (n != kd->geo.self && !kdsm_peer_keyed(&kd->peers[n]))
 			return false;
 	return true;
+}
+
+/*
+ * READY may follow our greeting only: a peer takes READY before our keys
+ * for a protocol error.
+ */
+static bool kdsm_may_announce(struct kdsm_cluster *kd)
+{
+	u8 n;
+
+	for (n = 1; n <= kd->geo.nnodes; n++)
+		if (n != kd->geo.self && !kd->peers[n].greeted)
+			return false;
+	return kdsm_keys_complete(kd);
 }
 
 static bool kdsm_all_ready(struct kdsm_cluster *kd)
@@ -564,6 +592,11 @@ static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	}
 	if (!ret || ret == -EAGAIN)
 		return ret;
+	if (ret == -ENOMEM) {	/* in process context: nothing to retry */
+		kdsm_fail(kd, "node %u: no memory for node %u's message",
+			  kd->geo.self, p->node);
+		return 0;
+	}
 bad:
 	kdsm_count(kd, KDSM_STAT_MALFORMED, 1);
 	pr_err_ratelimited("node %u: malformed message (type %u, %u bytes) from node %u: %d, closing\n",
@@ -599,7 +632,7 @@ static void kdsm_announce(struct kdsm_cluster *kd, unsigned long deadline)
 
 	left = max_t(long, deadline - jiffies, 1);
 	left = wait_event_timeout(kd->state_wq, !kdsm_live(kd) ||
-				  kdsm_keys_complete(kd), left);
+				  kdsm_may_announce(kd), left);
 	if (!left)
 		goto timeout;
 	kdsm_sig(&s, KDSM_READY, 0, 0);
@@ -607,7 +640,7 @@ static void kdsm_announce(struct kdsm_cluster *kd, unsigned long deadline)
 		if (n == kd->geo.self || !kdsm_live(kd))
 			continue;
 		if (kdsm_xmit(kd, n, &s))
-			return;	/* ->disconnected() fails the cluster */
+			return;	/* failed: a lost peer, or the deadline */
 	}
 	spin_lock_bh(&kd->lock);
 	kd->sent_ready = true;
@@ -844,6 +877,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	kd->options = options;
 	kd->port = port;
 	kd->join_ms = join_ms;
+	kd->join_deadline = jiffies + msecs_to_jiffies(join_ms);
 	kd->state = KDSM_STATE_FORMING;
 	spin_lock_init(&kd->lock);
 	INIT_LIST_HEAD(&kd->deferred);

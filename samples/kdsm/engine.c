@@ -523,8 +523,8 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
 		list_del(&ev->link);
 		kfree(ev);
 	}
-	kfree(kd->spare);
-	kd->spare = NULL;
+	/* a fault may still take or park it, until kvmem_region_destroy() */
+	kfree(xchg(&kd->spare, NULL));
 }
 
 /**

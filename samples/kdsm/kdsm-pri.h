@@ -113,7 +113,8 @@ struct kdsm_peer {
 	bool hello;		/* its HELLO matched ours */
 	bool ready;		/* its READY arrived */
 	bool refused;		/* messages from it are dropped */
-	bool greeted;		/* our HELLO and keys went to it */
+	bool greeting;		/* greet_work took it */
+	bool greeted;		/* our HELLO and keys went to it: READY may */
 	u8 rkey_shift;		/* its keys' extent, log2 bytes */
 	u32 nkeys;		/* keys received */
 	u32 nkeys_want;		/* announced in its HELLO */
@@ -192,6 +193,7 @@ struct kdsm_cluster {
 	u32 options;
 	u16 port;
 	u32 join_ms;
+	unsigned long join_deadline;	/* jiffies: formed by then */
 	u8 state;		/* enum kdsm_state, under @lock */
 	char error[160];	/* why FAILED */
 	spinlock_t lock;

@@ -126,6 +126,7 @@ int main(int argc, char **argv)
                 }
                 dsm.barrier_all();
                 const kdsm::status b = dsm.counters();
+                dsm.barrier_all();  // no node starts the next round before every b
                 mine[i].msgs += proto(b) - proto(a);
                 for (unsigned t = 1; t < KDSM_WIRE_CTL_FIRST; t++)
                     mine[i].by_type[t] += std::uint32_t(b.stat(KDSM_STAT_MSG_TYPE + t) -
