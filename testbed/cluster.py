@@ -209,6 +209,10 @@ class Node:
         return r
 
 
+class BootPanic(HarnessError):
+    """A guest kernel panicked before its init reported ready."""
+
+
 class Cluster:
     def __init__(self, kernel, nodes=2, workdir=None, overlay=None,
                  boot_timeout=120, port_base=None, mem_mb=512, smp=1,
@@ -276,14 +280,37 @@ class Cluster:
         # Unix socket paths are limited to 108 bytes, so sockets live in a
         # short private directory rather than under workdir.
         _sweep_sockdirs()
-        self.sockdir = tempfile.mkdtemp(prefix=f"kvlab-{os.getpid()}-")
-        trap_signals()
-        try:
-            self._boot(qemu)
-        except BaseException:
-            self._teardown()
-            raise
-        return self
+        for attempt in (1, 2):
+            self.sockdir = tempfile.mkdtemp(prefix=f"kvlab-{os.getpid()}-")
+            trap_signals()
+            try:
+                self._boot(qemu)
+                return self
+            except BootPanic as e:
+                self._teardown()
+                if attempt == 2:
+                    raise
+                self._keep_consoles(e)
+            except BaseException:
+                self._teardown()
+                raise
+
+    def _keep_consoles(self, e):
+        """A distro kernel that panics before the guest's init reported
+        ready ran none of our code (init loads only distro modules before
+        @@READY), so the cluster is booted once more, loudly; the consoles
+        of the failed boot are kept beside the new ones."""
+        for node in self.nodes:
+            if node.console_path.exists():
+                node.console_path.rename(
+                    node.console_path.with_suffix(".boot1.log"))
+        log(f"WARNING: {e.node} panicked while booting {self.kernel.abi}, "
+            f"before init reported ready (no kverbs module loaded yet); "
+            f"booting the cluster once more. First boot's consoles: "
+            f"{self.workdir}/*.console.boot1.log")
+        self.nodes = []
+        self.switch = None
+        self.sockdir = None
 
     def _boot(self, qemu):
         initrd = self._initrd()
@@ -374,13 +401,17 @@ class Cluster:
                 cause += f": {out.strip()[-1500:]}"
         else:
             cause = f"did not boot within {self.boot_timeout}s"
-        if "Kernel panic" in node.console_tail(200):
+        panicked = "Kernel panic" in node.console_tail(200)
+        if panicked:
             cause += " (the guest kernel panicked)"
-        raise HarnessError(
+        err = BootPanic if panicked else HarnessError
+        e = err(
             f"{node.name} ({self.kernel.abi}): {cause}\n"
             f"console tail ({node.console_path}):\n{node.console_tail()}",
             "read the console log; a kernel panic or a missing module shows "
             "there. Raise boot_timeout only if the machine is just slow")
+        e.node = node.name
+        raise e
 
     # -- teardown --------------------------------------------------------
     def findings(self):

@@ -121,6 +121,12 @@ class HarnessBadInput(unittest.TestCase):
         self.assertLess(time.monotonic() - t0, 60)
         self.assertIn("QEMU exited", str(cm.exception))
         self.assertIn("panic", str(cm.exception).lower())
+        # A panic before init is ready is retried once, its consoles kept.
+        self.assertIn("Kernel panic",
+                      (wd / "node0.console.boot1.log").read_text(
+                          errors="replace"))
+        self.assertIn("Kernel panic",
+                      (wd / "node0.console.log").read_text(errors="replace"))
         self.assertEqual(qemu_procs(wd), [])
 
     def test_too_few_nodes(self):
