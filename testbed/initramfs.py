@@ -21,12 +21,14 @@ from .cpio import make_cpio
 
 # Load order matters; dependencies are added by modprobe --show-depends.
 # crc32_generic first: rdma_rxe's ICRC needs a crc32 provider.
+# sch_netem and tc: tests delay a guest's packets (suite_kdsm).
 GUEST_MODULES = ["crc32_generic", "virtio_pci", "virtio_console",
                  "virtio_net", "udp_tunnel",
                  "ip6_udp_tunnel", "configfs", "ib_core", "ib_cm", "iw_cm",
-                 "rdma_cm", "ib_uverbs", "rdma_ucm", "rdma_rxe"]
+                 "rdma_cm", "ib_uverbs", "rdma_ucm", "rdma_rxe", "sch_netem"]
 GUEST_TOOLS = ["/usr/bin/rdma", "/usr/bin/rping", "/usr/bin/ibv_devices",
-               "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong"]
+               "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong",
+               "/sbin/tc"]
 RXE_PROVIDER_GLOB = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so"
 RXE_DRIVER = "/etc/libibverbs.d/rxe.driver"
 # dlopen()ed by glibc's pthread_exit/cancel, so ldd does not list it.

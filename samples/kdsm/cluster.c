@@ -153,6 +153,35 @@ int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
 	return 0;
 }
 
+/* kdsm_xmit(), and only on connection @conn if given (else -ESTALE) */
+static int kdsm_xmit_on(struct kdsm_cluster *kd, u8 to, const u32 *conn,
+			const void *msg)
+{
+	int ret;
+
+	for (;;) {
+		spin_lock_bh(&kd->lock);
+		if (!kdsm_live(kd))
+			ret = -ESHUTDOWN;
+		else if (conn && *conn != kd->peers[to].conn)
+			ret = -ESTALE;
+		else
+			ret = kdsm_xmit_locked(kd, to, msg);
+		if (ret == -EAGAIN && kd->state == KDSM_STATE_FORMING &&
+		    time_after(jiffies, kd->join_deadline)) {
+			kdsm_fail_locked(kd, "node %u: no send credit from node %u within %u ms",
+					 kd->geo.self, to, kd->join_ms);
+			ret = -ETIMEDOUT;
+		}
+		spin_unlock_bh(&kd->lock);
+		if (ret != -EAGAIN)
+			return ret;
+		if (fatal_signal_pending(current))
+			return -EINTR;
+		usleep_range(20, 100);	/* completions free buffers */
+	}
+}
+
 /**
  * kdsm_xmit - send one message, waiting for a send buffer
  * @kd: cluster
@@ -171,25 +200,7 @@ int kdsm_xmit_locked(struct kdsm_cluster *kd, u8 to, const void *msg)
  */
 int kdsm_xmit(struct kdsm_cluster *kd, u8 to, const void *msg)
 {
-	int ret;
-
-	for (;;) {
-		spin_lock_bh(&kd->lock);
-		ret = kdsm_live(kd) ? kdsm_xmit_locked(kd, to, msg) :
-				      -ESHUTDOWN;
-		if (ret == -EAGAIN && kd->state == KDSM_STATE_FORMING &&
-		    time_after(jiffies, kd->join_deadline)) {
-			kdsm_fail_locked(kd, "node %u: no send credit from node %u within %u ms",
-					 kd->geo.self, to, kd->join_ms);
-			ret = -ETIMEDOUT;
-		}
-		spin_unlock_bh(&kd->lock);
-		if (ret != -EAGAIN)
-			return ret;
-		if (fatal_signal_pending(current))
-			return -EINTR;
-		usleep_range(20, 100);	/* completions free buffers */
-	}
+	return kdsm_xmit_on(kd, to, NULL, msg);
 }
 
 static void kdsm_sig(struct kdsm_sig *s, u8 type, u8 code, u8 node)
@@ -247,9 +258,10 @@ static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
  * ->connected() returned, at either end, so a region with more extents
  * than send buffers would wait there for ever.
  */
-static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p)
+static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p,
+		      struct kverbs_grant *g, u32 conn)
 {
-	u64 ext = kverbs_grant_extent(p->grant);
+	u64 ext = kverbs_grant_extent(g);
 	u64 len = (u64)kd->geo.npages << PAGE_SHIFT;
 	u32 i, nkeys = DIV_ROUND_UP_ULL(len, ext);
 	struct kverbs_remote rem;
@@ -260,17 +272,45 @@ static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p)
 	if (nkeys > U16_MAX)		/* kdsm_hello.nkeys */
 		return -E2BIG;
 	kdsm_hello_fill(kd, &h, ilog2(ext), nkeys);
-	ret = kdsm_xmit(kd, p->node, &h);
+	ret = kdsm_xmit_on(kd, p->node, &conn, &h);
 	for (i = 0; !ret && i < nkeys; i++) {
-		ret = kverbs_grant_remote(p->grant, i * ext, PAGE_SIZE, &rem);
+		ret = kverbs_grant_remote(g, i * ext, PAGE_SIZE, &rem);
 		if (ret)
 			break;
 		k = (struct kdsm_key){ .type = KDSM_KEY,
 				       .index = cpu_to_be32(i),
 				       .rkey = cpu_to_be32(rem.rkey) };
-		ret = kdsm_xmit(kd, p->node, &k);
+		ret = kdsm_xmit_on(kd, p->node, &conn, &k);
 	}
 	return ret;
+}
+
+/*
+ * While forming, a connection from a node that dials us which goes down,
+ * or is replaced by a newer one, before that node's HELLO arrived carried
+ * nothing of the node's: forget it and let the node dial again until the
+ * join deadline.  A dialer gives up an attempt that takes longer than
+ * KDSM_CONNECT_MS, and we called the endpoint connected when we accepted
+ * it (kverbs_ep_accept()), so under load (eight TCG guests) its first
+ * connection can die under us.  Our greeting on it stops (@conn), and the
+ * next connection gets a greeting of its own.
+ */
+static bool kdsm_peer_restart_locked(struct kdsm_cluster *kd,
+				     struct kdsm_peer *p)
+{
+	lockdep_assert_held(&kd->lock);
+	if (kd->state != KDSM_STATE_FORMING || p->hello || p->refused ||
+	    p->node < kd->geo.self)
+		return false;
+	WRITE_ONCE(p->ep, NULL);
+	p->conn++;
+	p->greeting = false;
+	p->greeted = false;
+	/* a second one in a row is revoked with the region */
+	if (!p->stale)
+		p->stale = p->grant;
+	p->grant = NULL;
+	return true;
 }
 
 static void kdsm_connected(struct kverbs_ep *ep)
@@ -300,13 +340,15 @@ static void kdsm_connected(struct kverbs_ep *ep)
 				 "leaving");
 			goto refuse;
 		}
-		if (p->ep || p->refused) {
+		if (p->refused ||
+		    (p->ep && !kdsm_peer_restart_locked(kd, p))) {
 			spin_unlock_bh(&kd->lock);
 			snprintf(why, sizeof(why), "node %u is connected already",
 				 node);
 			goto refuse;
 		}
-		p->ep = ep;
+		WRITE_ONCE(p->ep, ep);
+		p->conn++;
 		spin_unlock_bh(&kd->lock);
 		kverbs_ep_set_priv(ep, p);
 	} else {
@@ -319,7 +361,8 @@ static void kdsm_connected(struct kverbs_ep *ep)
 			return;
 		}
 		spin_lock_bh(&kd->lock);
-		p->ep = ep;
+		WRITE_ONCE(p->ep, ep);
+		p->conn++;
 		spin_unlock_bh(&kd->lock);
 	}
 	/* the peer reads our pages only with the fetch-by-read option */
@@ -331,7 +374,12 @@ static void kdsm_connected(struct kverbs_ep *ep)
 			  kd->geo.self, p->node, g);
 		return;
 	}
-	p->grant = g;
+	spin_lock_bh(&kd->lock);
+	if (p->ep == ep)
+		p->grant = g;
+	else if (!p->stale)	/* replaced already */
+		p->stale = g;
+	spin_unlock_bh(&kd->lock);
 	queue_work(kdsm_wq, &kd->greet_work);
 	pr_info("node %u connected to node %u\n", kd->geo.self, p->node);
 	return;
@@ -345,27 +393,37 @@ static void kdsm_greet_work(struct work_struct *w)
 {
 	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
 					       greet_work);
+	struct kverbs_grant *g, *stale;
 	struct kdsm_peer *p;
+	u32 conn;
 	int ret;
 	u8 n;
 
 	for (n = 1; n <= kd->geo.nnodes; n++) {
 		p = &kd->peers[n];
 		spin_lock_bh(&kd->lock);
-		if (!p->grant || p->greeting || !kdsm_live(kd)) {
-			spin_unlock_bh(&kd->lock);
-			continue;
-		}
-		p->greeting = true;
+		stale = p->stale;
+		p->stale = NULL;
+		g = p->grant;
+		conn = p->conn;
+		if (!g || p->greeting || !kdsm_live(kd))
+			g = NULL;
+		else
+			p->greeting = true;
 		spin_unlock_bh(&kd->lock);
-		ret = kdsm_greet(kd, p);
-		if (ret && ret != -ESHUTDOWN) {
+		if (stale)
+			kverbs_grant_revoke(stale);
+		if (!g)
+			continue;
+		ret = kdsm_greet(kd, p, g, conn);
+		if (ret && ret != -ESHUTDOWN && ret != -ESTALE) {
 			kdsm_fail(kd, "node %u: greeting node %u failed: %d",
 				  kd->geo.self, n, ret);
 			continue;
 		}
 		spin_lock_bh(&kd->lock);
-		p->greeted = !ret;
+		if (p->conn == conn)
+			p->greeted = !ret;
 		wake_up_all(&kd->state_wq);
 		spin_unlock_bh(&kd->lock);
 	}
@@ -384,7 +442,13 @@ static void kdsm_disconnected(struct kverbs_ep *ep, int err)
 		spin_unlock_bh(&kd->lock);
 		return;
 	}
-	p->ep = NULL;
+	if (kdsm_peer_restart_locked(kd, p)) {
+		spin_unlock_bh(&kd->lock);
+		pr_info("node %u: node %u's connection went down before its HELLO (%d); it may dial again\n",
+			kd->geo.self, p->node, err);
+		return;
+	}
+	WRITE_ONCE(p->ep, NULL);
 	if (kdsm_live(kd))
 		kd->lost = p->node;
 	kdsm_fail_locked(kd, "node %u lost node %u (%d)", kd->geo.self,
@@ -574,8 +638,8 @@ static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	 * closes the connection, which may reach the peer before our
 	 * REFUSE does, and it would not learn why.
 	 */
-	if (!p || p->refused)
-		return 0;
+	if (!p || p->refused || READ_ONCE(p->ep) != ep)
+		return 0;	/* or a connection replaced while forming */
 	if (len != KDSM_MSG_LEN) {
 		ret = -EPROTO;
 		goto bad;

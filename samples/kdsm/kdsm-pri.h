@@ -37,7 +37,7 @@
 #include "proto.h"
 
 #define KDSM_DEPTH		32	/* receive buffers per endpoint */
-#define KDSM_CONNECT_MS		2000	/* one connection attempt */
+#define KDSM_CONNECT_MS		4000	/* one connection attempt */
 #define KDSM_JOIN_MS		60000	/* default formation deadline */
 #define KDSM_PING_MS		1000	/* heartbeat to every peer */
 
@@ -118,10 +118,12 @@ struct kdsm_peer {
 	u8 rkey_shift;		/* its keys' extent, log2 bytes */
 	u32 nkeys;		/* keys received */
 	u32 nkeys_want;		/* announced in its HELLO */
+	u32 conn;		/* bumped when @ep changes, under kd->lock */
 	struct sockaddr_storage addr;
 	struct kverbs_ep *ep;	/* connected, under kd->lock */
 	struct kverbs_ep *dialed;	/* ours to close */
 	struct kverbs_grant *grant;	/* our region, to it */
+	struct kverbs_grant *stale;	/* a dropped connection's, to revoke */
 	u32 *rkeys;		/* its region's keys, one per extent */
 };
 
