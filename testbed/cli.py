@@ -19,9 +19,9 @@ SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
           "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
           "kvmem-6.1", "kvmem-6.12", "kvmem-debug", "kdsm-6.1",
-          "kdsm-6.12", "kdsm-debug"]
+          "kdsm-6.12", "kdsm-debug", "kdsm8"]
 # Not in a plain `./kvlab test` (CI's time budget): named with --suite.
-OPT_IN_SUITES = ["kdsm8"]
+OPT_IN_SUITES = []
 
 
 def _kernels(series_list):

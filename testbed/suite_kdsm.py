@@ -7,7 +7,7 @@ stress and lock corner cases, a region at max_pages, and `rdma link
 delete` under a running application.  Then on all four: every
 application, IRIW, and a guest killed mid-run, which the survivors must
 report within the bound, and messages per fault kind against the
-designed table.  Opt-in: `kdsm8` (eight nodes).  Guests have two vCPUs, so the two-thread runs
+designed table.  `kdsm8`: eight nodes.  Guests have two vCPUs, so the two-thread runs
 are parallel inside a node.  `kdsm-debug` runs the litmus, stress and
 lock cases on the debug kernel."""
 import re
@@ -92,7 +92,7 @@ def suite_kdsm(res, kernel, name):
 
 def suite_kdsm8(res, kernel):
     """Eight one-vCPU guests: SOR and the lock stress test on 8 nodes
-    (correctness only; opt-in: `./kvlab test --suite kdsm8`)."""
+    (correctness only)."""
     from .cluster import Cluster
     from .suites import _fresh_workdir
     name = "kdsm8"
