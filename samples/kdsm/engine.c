@@ -551,6 +551,31 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
 	kfree(xchg(&kd->spare, NULL));
 }
 
+/*
+ * @page of this node's region and the same page of peer @node's, in @op;
+ * its endpoint, or NULL before the peer's keys are here.
+ */
+static struct kverbs_ep *kdsm_rdma_page(struct kdsm_cluster *kd, u8 node,
+					u32 page, struct kverbs_rdma_op *op)
+{
+	struct kdsm_peer *p = &kd->peers[node];
+
+	lockdep_assert_held(&kd->lock);
+	if (!p->ep || !kdsm_peer_keyed(p))
+		return NULL;
+	*op = (struct kverbs_rdma_op){
+		.local = kd->kr,
+		.local_off = (u64)page << PAGE_SHIFT,
+		.remote = {
+			.rkey = p->rkeys[page >> (p->rkey_shift - PAGE_SHIFT)],
+			.offset = (u64)page << PAGE_SHIFT,
+			.len = PAGE_SIZE,
+		},
+		.len = PAGE_SIZE,
+	};
+	return p->ep;
+}
+
 /**
  * kdsm_rdma_data - write this node's copy of @page into node @to's page
  * @kd: cluster
@@ -565,23 +590,13 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
  */
 int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page)
 {
-	struct kdsm_peer *p = &kd->peers[to];
-	struct kverbs_rdma_op op = {
-		.local = kd->kr,
-		.local_off = (u64)page << PAGE_SHIFT,
-		.remote = {
-			.offset = (u64)page << PAGE_SHIFT,
-			.len = PAGE_SIZE,
-		},
-		.len = PAGE_SIZE,
-	};
+	struct kverbs_rdma_op op;
+	struct kverbs_ep *ep = kdsm_rdma_page(kd, to, page, &op);
 	int ret;
 
-	lockdep_assert_held(&kd->lock);
-	if (!p->ep || !kdsm_peer_keyed(p))
+	if (!ep)
 		return -ENOTCONN;
-	op.remote.rkey = p->rkeys[page >> (p->rkey_shift - PAGE_SHIFT)];
-	ret = kverbs_rdma_write(p->ep, &op, KVERBS_NOWAIT);
+	ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
 	if (!ret)
 		kdsm_count(kd, KDSM_STAT_RDMA_WRITE_BYTES, PAGE_SIZE);
 	return ret;
@@ -621,22 +636,12 @@ static void kdsm_fetch_done(void *ctx, int status)
  */
 int kdsm_rdma_fetch(struct kdsm_cluster *kd, u8 from, u32 page)
 {
-	struct kdsm_peer *p = &kd->peers[from];
-	struct kverbs_rdma_op op = {
-		.local = kd->kr,
-		.local_off = (u64)page << PAGE_SHIFT,
-		.remote = {
-			.offset = (u64)page << PAGE_SHIFT,
-			.len = PAGE_SIZE,
-		},
-		.len = PAGE_SIZE,
-		.done = kdsm_fetch_done,
-	};
+	struct kverbs_rdma_op op;
+	struct kverbs_ep *ep = kdsm_rdma_page(kd, from, page, &op);
 	struct kdsm_ev *ev;
 	int ret;
 
-	lockdep_assert_held(&kd->lock);
-	if (!p->ep || !kdsm_peer_keyed(p))
+	if (!ep)
 		return -ENOTCONN;
 	ev = kdsm_ev_get(kd, GFP_ATOMIC);
 	if (!ev)
@@ -646,9 +651,9 @@ int kdsm_rdma_fetch(struct kdsm_cluster *kd, u8 from, u32 page)
 	ev->from = from;
 	ev->page = page;
 	kdsm_wire(&ev->msg, KDSM_FETCHED, page, 0, 0, 0);
+	op.done = kdsm_fetch_done;
 	op.ctx = ev;
-	op.remote.rkey = p->rkeys[page >> (p->rkey_shift - PAGE_SHIFT)];
-	ret = kverbs_rdma_read(p->ep, &op, KVERBS_NOWAIT);
+	ret = kverbs_rdma_read(ep, &op, KVERBS_NOWAIT);
 	if (ret) {
 		kdsm_ev_put(kd, ev);
 		return ret;
