@@ -10,7 +10,9 @@
  * write, and that page data never lands in an accessible page; half the
  * runs place homes in blocks, half cyclically.  A weakened run, in which
  * one sharer keeps its copy after acking an invalidation, must be caught
- * by the same checker (not only by a later refusal).
+ * by the same checker (not only by a later refusal).  Half the runs use
+ * the fetch option: a read of a shared page is an RDMA read of the
+ * owner's copy at a random later step, checked like page data.
  *
  * The queue lock (samples/kdsm/qproto.c, also compiled in): its messages'
  * validation, the word's decoding in both byte orders, and simulated
@@ -28,7 +30,7 @@
 #include "../samples/kdsm/qproto.c"
 
 static const struct kdsm_geo kdsm_t_geo = {
-	.self = 1, .nnodes = 4, .npages = 64,
+	.self = 1, .nnodes = 4, .npages = 64, .fetch = true,
 };
 
 static void kdsm_home_placement(struct kunit *test)
@@ -85,6 +87,7 @@ static void kdsm_msg_validation(struct kunit *test)
 		{ kdsm_t_msg(KDSM_INV, 5, 4, 0, 0), 2 },
 		{ kdsm_t_msg(KDSM_INV_ACK, 5, 0, 0, 0), 3 },
 		{ kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0, KDSM_F_DATA), 3 },
+		{ kdsm_t_msg(KDSM_READ_REPLY, 5, 3, 0, KDSM_F_FETCH), 2 },
 		{ kdsm_t_msg(KDSM_WRITE_REPLY, 5, 0, 2, 0), 4 },
 	};
 	struct kdsm_msg m;
@@ -144,6 +147,100 @@ static void kdsm_msg_validation(struct kunit *test)
 		       "node in an ack", i);
 	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REQ, 4, 2, 0, 0), 32, 3,
 		       "node in a request", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 2, 0,
+					KDSM_F_DATA), 32, 3,
+		       "node in a read reply with data", i);
+	/* a fetch names another node than us and the home, from the home */
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 4, 0,
+					KDSM_F_FETCH), 32, 3,
+		       "fetch reply not from the home", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 1, 0,
+					KDSM_F_FETCH), 32, 2,
+		       "fetch from ourselves", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 2, 0,
+					KDSM_F_FETCH), 32, 2,
+		       "fetch from the home", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0,
+					KDSM_F_FETCH), 32, 2,
+		       "fetch from node 0", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 3, 0,
+					KDSM_F_FETCH | KDSM_F_DATA), 32, 2,
+		       "fetch and data", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_READ_REPLY, 5, 0, 0, 0), 32, 3,
+		       "read reply without data", i);
+	kdsm_t_refused(test, kdsm_t_msg(KDSM_FETCHED, 5, 0, 0, 0), 32, 3,
+		       "the local completion event on the wire", i);
+	m = kdsm_t_msg(KDSM_READ_REPLY, 5, 3, 0, KDSM_F_FETCH);
+	KUNIT_EXPECT_EQ_MSG(test, kdsm_msg_check(&(struct kdsm_geo){
+		.self = 1, .nnodes = 4, .npages = 64 }, &m, 32, 2), -EPROTO,
+		"fetch without the option");
+}
+
+/*
+ * With the fetch option the home answers a read with the owner's id when
+ * the owner is another node holding the page READ, and forwards it
+ * otherwise; the requester reads, and its completion grants the page.
+ */
+static void kdsm_fetch_read(struct kunit *test)
+{
+	struct kdsm_geo g = { .self = 2, .nnodes = 4, .npages = 64,
+			      .fetch = true };
+	struct kdsm_act acts[KDSM_MAX_ACTS];
+	struct kdsm_home h = { .owner = 3, .copyset = BIT(4 - 1) };
+	struct kdsm_page pg = {};
+	struct kdsm_msg m;
+	int n;
+
+	/* page 5: home node 2; owner 3 READ (node 4 shares), node 1 asks */
+	n = kdsm_home_request(&g, &h, 1, false, acts);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_READ_REPLY);
+	KUNIT_EXPECT_EQ(test, acts[0].to, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].node, 3);
+	KUNIT_EXPECT_EQ(test, acts[0].flags, KDSM_F_FETCH);
+	KUNIT_EXPECT_TRUE(test, h.busy);
+	KUNIT_EXPECT_EQ(test, h.copyset, (u8)(BIT(0) | BIT(3)));
+	/* owner RW (no sharers): forwarded; owner the home: forwarded */
+	h = (struct kdsm_home){ .owner = 3 };
+	n = kdsm_home_request(&g, &h, 1, false, acts);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_FWD_READ);
+	h = (struct kdsm_home){ .owner = 2, .copyset = BIT(4 - 1) };
+	n = kdsm_home_request(&g, &h, 1, false, acts);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_FWD_READ);
+	/* without the option: forwarded */
+	g.fetch = false;
+	h = (struct kdsm_home){ .owner = 3, .copyset = BIT(4 - 1) };
+	KUNIT_ASSERT_EQ(test, kdsm_home_request(&g, &h, 1, false, acts), 1);
+	KUNIT_EXPECT_EQ(test, acts[0].type, KDSM_FWD_READ);
+
+	/* the requester (node 1): fetch, then the completion grants */
+	g = (struct kdsm_geo){ .self = 1, .nnodes = 4, .npages = 64,
+			       .fetch = true };
+	KUNIT_ASSERT_EQ(test, kdsm_fault(&g, &pg, 5, false, acts), 1);
+	m = kdsm_t_msg(KDSM_FETCHED, 5, 0, 0, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(&g, &pg, 5, 1, &m, acts),
+			-EPROTO);	/* no read in flight */
+	m = kdsm_t_msg(KDSM_READ_REPLY, 5, 3, 0, KDSM_F_FETCH);
+	n = kdsm_page_event(&g, &pg, 5, 2, &m, acts);
+	KUNIT_ASSERT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, acts[0].kind, KDSM_ACT_FETCH);
+	KUNIT_EXPECT_EQ(test, acts[0].to, 3);
+	KUNIT_EXPECT_EQ(test, pg.prot, KDSM_NONE);	/* not before the data */
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(&g, &pg, 5, 2, &m, acts),
+			-EPROTO);	/* a second reply */
+	m = kdsm_t_msg(KDSM_FETCHED, 5, 0, 0, 0);
+	n = kdsm_page_event(&g, &pg, 5, 1, &m, acts);
+	KUNIT_ASSERT_EQ(test, n, 2);
+	KUNIT_EXPECT_EQ(test, acts[0].kind, KDSM_ACT_GRANT);
+	KUNIT_EXPECT_EQ(test, acts[0].prot, KDSM_READ);
+	KUNIT_EXPECT_EQ(test, acts[1].type, KDSM_DONE);
+	KUNIT_EXPECT_EQ(test, acts[1].to, 2);
+	KUNIT_EXPECT_EQ(test, pg.prot, KDSM_READ);
+	KUNIT_EXPECT_EQ(test, pg.pending, 0);
+	KUNIT_EXPECT_EQ(test, kdsm_page_event(&g, &pg, 5, 1, &m, acts),
+			-EPROTO);	/* a second completion */
 }
 
 /* Events that cannot happen in a state are refused, the state unchanged. */
@@ -264,6 +361,7 @@ static void kdsm_write_fault_messages(struct kunit *test)
 
 struct kdsm_sim_item {
 	bool data;		/* page data, else a message */
+	bool fetch;		/* an RDMA read of the page from m.node */
 	u32 value;		/* the data */
 	struct kdsm_msg m;
 };
@@ -281,7 +379,7 @@ struct kdsm_sim {
 	bool weakened;
 	u32 violations;		/* found by the checker */
 	u32 refusals;		/* weakened runs only */
-	u32 steps, faults, msgs, grants;
+	u32 steps, faults, msgs, grants, fetches;
 	struct kdsm_geo geo[KDSM_SIM_NODES + 1];
 	struct kdsm_page pg[KDSM_SIM_NODES + 1][KDSM_SIM_PAGES];
 	u32 val[KDSM_SIM_NODES + 1][KDSM_SIM_PAGES];
@@ -331,6 +429,13 @@ static void kdsm_sim_run(struct kdsm_sim *s, u8 x, u32 page,
 			KUNIT_ASSERT_NE(s->test, a->to, x);
 			kdsm_sim_push(s, x, a->to, (struct kdsm_sim_item){
 				.data = true, .value = s->val[x][page] });
+			break;
+		case KDSM_ACT_FETCH:
+			/* the read runs later, on x's own queue */
+			KUNIT_ASSERT_NE(s->test, a->to, x);
+			m = kdsm_t_msg(KDSM_FETCHED, page, a->to, 0, 0);
+			kdsm_sim_push(s, x, x, (struct kdsm_sim_item){
+				.fetch = true, .m = m });
 			break;
 		case KDSM_ACT_GRANT:
 			s->grants++;
@@ -469,7 +574,22 @@ static bool kdsm_sim_step(struct kdsm_sim *s, bool faults)
 		if (c->head == c->tail)
 			continue;
 		it = c->q[c->head++ % KDSM_SIM_QLEN];
-		if (it.data) {
+		if (it.fetch) {
+			/*
+			 * The owner's copy must be READ while it is read
+			 * (nobody writes it), and the reader's inaccessible.
+			 */
+			u32 p = be32_to_cpu(it.m.page);
+			u8 o = it.m.node;
+
+			if (s->pg[o][p].prot != KDSM_READ ||
+			    !s->pg[o][p].owner || s->pg[to][p].prot != KDSM_NONE)
+				s->violations++;
+			s->val[to][p] = s->val[o][p];
+			s->fetches++;
+			it.m.node = 0;
+			kdsm_sim_deliver(s, to, to, &it.m);
+		} else if (it.data) {
 			/*
 			 * The RDMA write must land in a page nobody can
 			 * read; the reply behind it names the page.
@@ -491,7 +611,7 @@ static bool kdsm_sim_step(struct kdsm_sim *s, bool faults)
 }
 
 static struct kdsm_sim *kdsm_sim_new(struct kunit *test, u8 n, u64 seed,
-				     bool weaken, bool block)
+				     bool weaken, bool block, bool fetch)
 {
 	struct kdsm_sim *s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
 	u32 p;
@@ -504,7 +624,7 @@ static struct kdsm_sim *kdsm_sim_new(struct kunit *test, u8 n, u64 seed,
 	prandom_seed_state(&s->rnd, seed);
 	for (x = 1; x <= n; x++)
 		s->geo[x] = (struct kdsm_geo){ .self = x, .nnodes = n,
-					       .block = block,
+					       .block = block, .fetch = fetch,
 					       .npages = KDSM_SIM_PAGES };
 	/* each page starts owned, writable, at its home */
 	for (p = 0; p < KDSM_SIM_PAGES; p++) {
@@ -541,10 +661,12 @@ static void kdsm_sim_coherent(struct kunit *test)
 	u64 seed;
 	u8 n;
 
+	u32 fetches = 0;
+
 	for (n = 2; n <= 4; n++) {
 		for (seed = 1; seed <= 20; seed++) {
 			struct kdsm_sim *s = kdsm_sim_new(test, n, seed, false,
-							  seed & 1);
+							  seed & 1, seed & 2);
 
 			kdsm_sim_run_to_quiet(s, 3000);
 			KUNIT_EXPECT_EQ_MSG(test, s->violations, 0,
@@ -552,9 +674,12 @@ static void kdsm_sim_coherent(struct kunit *test)
 			/* the run did work: faults, messages, grants */
 			KUNIT_EXPECT_GT(test, s->faults, 100U);
 			KUNIT_EXPECT_GE(test, s->grants, s->faults);
+			fetches += s->fetches;
 			kunit_kfree(test, s);
 		}
 	}
+	/* the fetch runs read pages (3 and more nodes have sharers) */
+	KUNIT_EXPECT_GT(test, fetches, 100U);
 }
 
 /* The checker catches a protocol that skips one invalidation. */
@@ -564,7 +689,8 @@ static void kdsm_sim_catches_weakened(struct kunit *test)
 	u64 seed;
 
 	for (seed = 1; seed <= 20; seed++) {
-		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, true, false);
+		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, true, false,
+						  false);
 
 		kdsm_sim_run_to_quiet(s, 3000);
 		KUNIT_ASSERT_TRUE(test, s->weakened);
@@ -922,6 +1048,7 @@ static struct kunit_case kdsm_proto_cases[] = {
 	KUNIT_CASE(kdsm_msg_validation),
 	KUNIT_CASE(kdsm_refusals),
 	KUNIT_CASE(kdsm_write_fault_messages),
+	KUNIT_CASE(kdsm_fetch_read),
 	KUNIT_CASE(kdsm_sim_coherent),
 	KUNIT_CASE(kdsm_sim_catches_weakened),
 	KUNIT_CASE(kdsm_qlock_validation),

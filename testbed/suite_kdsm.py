@@ -437,7 +437,35 @@ def kdsm_checks(res, suite, c, full=True):
                     ": 0 violations of SC in 500 iterations on 4 nodes",
                     f"{LITMUS} --test iriw --iters 500{same}", r" 0 violations")
     leave(res, suite, four, and_unload=False)
+    fetch_checks(res, suite, four)
     kill_check(res, suite, four)
+
+
+def fetch_checks(res, suite, four):
+    """The fetch-by-RDMA-read option on 4 nodes: its fault kinds cost as
+    designed (a read of a page whose owner holds it READ is an RDMA read,
+    the owner not involved), and readers sharing pages stay SC."""
+    outs = form(four, extra="--fetch-read")
+    if not res.check(suite, "4-node cluster with --fetch-read forms",
+                     all("rc=0" in o for _, o in outs),
+                     "\n".join(f"{n.name}: {o}" for n, o in outs)):
+        return
+    runs = _spmd_check(res, suite, four, "--fetch-read: messages, RDMA "
+                       "writes and reads per fault kind equal the designed "
+                       "table", "/kvlab/bin/kdsm-faults --iters 4",
+                       r"every kind as designed")
+    res.check(suite, "--fetch-read: the reads of READ-held pages were RDMA "
+              "reads", bool(re.search(r"holds READ, R != H\s+3\s+3\.00\s+0\s+"
+                                      r"0\.00\s+1\s+1\.00", runs[0][2])),
+              runs[0][2])
+    _spmd_check(res, suite, four, "--fetch-read: litmus iriw: 0 violations "
+                "of SC in 300 iterations on 4 nodes",
+                f"{LITMUS} --test iriw --iters 300", r" 0 violations")
+    _spmd_check(res, suite, four, f"--fetch-read: water ({APPS['water']}) on "
+                "4 nodes equals the sequential run",
+                f"/kvlab/bin/kdsm-water {APPS['water']}",
+                r"water: node 1: check ok")
+    leave(res, suite, four, and_unload=False)
 
 
 LITMUS = "/kvlab/bin/kdsm-litmus"

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kdsm's effector: it feeds events (a peer's protocol message, a fault of
- * this node's task, a message this node addressed to itself) to the
- * transitions of proto.c and carries out the actions they return: sends,
- * page data by RDMA write, protection changes through kvmem, the home's
- * request queue.
+ * this node's task, a message this node addressed to itself, the
+ * completion of its RDMA read of a page) to the transitions of proto.c
+ * and carries out the actions they return: sends, page data by RDMA
+ * write or read, protection changes through kvmem, the home's request
+ * queue.  A read's completion is an event of its page like a message, so
+ * it keeps the page's order (below).
  *
  * Softirq first.  An event runs in the context it arrives in (the kvmsg
  * handler in softirq, or the faulting task) under kd->lock, every call
@@ -183,6 +185,15 @@ static int kdsm_act(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 		kdsm_fail_locked(kd, "node %u: page %u to node %u: RDMA write failed: %d",
 				 g->self, ev->page, a->to, ret);
 		return -ESHUTDOWN;
+	case KDSM_ACT_FETCH:
+		ret = kdsm_rdma_fetch(kd, a->to, ev->page);
+		if (ret == -EAGAIN)
+			ev->reason = KDSM_DEFER_NOBUF;
+		if (!ret || ret == -EAGAIN)
+			return ret;
+		kdsm_fail_locked(kd, "node %u: page %u from node %u: RDMA read failed: %d",
+				 g->self, ev->page, a->to, ret);
+		return -ESHUTDOWN;
 	case KDSM_ACT_REVOKE:
 	case KDSM_ACT_GRANT:
 		ret = kvmem_protect(kd->vr, &range, 1, a->prot, KVERBS_NOWAIT);
@@ -304,6 +315,8 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	queue_work(kdsm_wq, &kd->defer_work);
 }
 
+static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev);
+
 /**
  * kdsm_engine_recv - a peer's protocol message, checked by kdsm_msg_check()
  * @kd: cluster
@@ -321,7 +334,6 @@ int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 {
 	struct kdsm_ev *ev;
 	u64 t0 = ktime_get_ns();
-	int ret = 0;
 
 	ev = kdsm_ev_get(kd, ctx == KVMSG_CTX_PROCESS ? GFP_KERNEL :
 			 GFP_ATOMIC);
@@ -334,6 +346,18 @@ int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	ev->page = be32_to_cpu(m->page);
 	ev->msg = *m;
 	ev->t0 = t0;
+	return kdsm_engine_event(kd, ev);
+}
+
+/*
+ * Run message event @ev where it arrived, or queue it behind its page's
+ * deferred events.  Return as kdsm_engine_recv(); @ev is consumed.
+ */
+static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev)
+{
+	const struct kdsm_msg *m = &ev->msg;
+	u64 t0 = ev->t0;
+	int ret;
 
 	spin_lock_bh(&kd->lock);
 	if (!kdsm_live(kd)) {
@@ -527,6 +551,31 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
 	kfree(xchg(&kd->spare, NULL));
 }
 
+/*
+ * @page of this node's region and the same page of peer @node's, in @op;
+ * its endpoint, or NULL before the peer's keys are here.
+ */
+static struct kverbs_ep *kdsm_rdma_page(struct kdsm_cluster *kd, u8 node,
+					u32 page, struct kverbs_rdma_op *op)
+{
+	struct kdsm_peer *p = &kd->peers[node];
+
+	lockdep_assert_held(&kd->lock);
+	if (!p->ep || !kdsm_peer_keyed(p))
+		return NULL;
+	*op = (struct kverbs_rdma_op){
+		.local = kd->kr,
+		.local_off = (u64)page << PAGE_SHIFT,
+		.remote = {
+			.rkey = p->rkeys[page >> (p->rkey_shift - PAGE_SHIFT)],
+			.offset = (u64)page << PAGE_SHIFT,
+			.len = PAGE_SIZE,
+		},
+		.len = PAGE_SIZE,
+	};
+	return p->ep;
+}
+
 /**
  * kdsm_rdma_data - write this node's copy of @page into node @to's page
  * @kd: cluster
@@ -541,24 +590,74 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
  */
 int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page)
 {
-	struct kdsm_peer *p = &kd->peers[to];
-	struct kverbs_rdma_op op = {
-		.local = kd->kr,
-		.local_off = (u64)page << PAGE_SHIFT,
-		.remote = {
-			.offset = (u64)page << PAGE_SHIFT,
-			.len = PAGE_SIZE,
-		},
-		.len = PAGE_SIZE,
-	};
+	struct kverbs_rdma_op op;
+	struct kverbs_ep *ep = kdsm_rdma_page(kd, to, page, &op);
 	int ret;
 
-	lockdep_assert_held(&kd->lock);
-	if (!p->ep || !kdsm_peer_keyed(p))
+	if (!ep)
 		return -ENOTCONN;
-	op.remote.rkey = p->rkeys[page >> (p->rkey_shift - PAGE_SHIFT)];
-	ret = kverbs_rdma_write(p->ep, &op, KVERBS_NOWAIT);
+	ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
 	if (!ret)
 		kdsm_count(kd, KDSM_STAT_RDMA_WRITE_BYTES, PAGE_SIZE);
 	return ret;
+}
+
+/* The read of kdsm_rdma_fetch() completed: its event joins the page's. */
+static void kdsm_fetch_done(void *ctx, int status)
+{
+	struct kdsm_ev *ev = ctx;
+	struct kdsm_cluster *kd = ev->kd;
+
+	if (status) {
+		kdsm_fail(kd, "node %u: page %u from node %u: RDMA read failed: %d",
+			  kd->geo.self, ev->page, ev->from, status);
+		kfree(ev);
+		return;
+	}
+	ev->t0 = ktime_get_ns();
+	if (kdsm_engine_event(kd, ev))
+		kdsm_fail(kd, "node %u: page %u: its read does not fit",
+			  kd->geo.self, ev->page);
+}
+
+/**
+ * kdsm_rdma_fetch - read node @from's copy of @page into this node's page
+ * @kd: cluster
+ * @from: the owner, holding the page READ until this transaction's DONE
+ * @page: page index
+ *
+ * The owner's CPU takes no part.  The completion becomes a KDSM_FETCHED
+ * event of the page (kdsm_fetch_done()); its memory is taken here, so
+ * the completion cannot fail for want of it.
+ *
+ * Context: any; under kd->lock.
+ * Return: 0, -EAGAIN (no free slot, or no memory in atomic context), or
+ * the endpoint's error.
+ */
+int kdsm_rdma_fetch(struct kdsm_cluster *kd, u8 from, u32 page)
+{
+	struct kverbs_rdma_op op;
+	struct kverbs_ep *ep = kdsm_rdma_page(kd, from, page, &op);
+	struct kdsm_ev *ev;
+	int ret;
+
+	if (!ep)
+		return -ENOTCONN;
+	ev = kdsm_ev_get(kd, GFP_ATOMIC);
+	if (!ev)
+		return -EAGAIN;
+	ev->kd = kd;
+	ev->kind = KDSM_EV_MSG;
+	ev->from = from;
+	ev->page = page;
+	kdsm_wire(&ev->msg, KDSM_FETCHED, page, 0, 0, 0);
+	op.done = kdsm_fetch_done;
+	op.ctx = ev;
+	ret = kverbs_rdma_read(ep, &op, KVERBS_NOWAIT);
+	if (ret) {
+		kdsm_ev_put(kd, ev);
+		return ret;
+	}
+	kdsm_count(kd, KDSM_STAT_RDMA_READ_BYTES, PAGE_SIZE);
+	return 0;
 }

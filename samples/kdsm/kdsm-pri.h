@@ -124,6 +124,7 @@ enum kdsm_defer_reason {
 
 struct kdsm_ev {
 	struct list_head link;
+	struct kdsm_cluster *kd;	/* a fetch's completion needs it */
 	u8 kind;
 	u8 from;
 	u8 reason;
@@ -280,6 +281,7 @@ void kdsm_defer_work(struct work_struct *w);
 void kdsm_engine_drain(struct kdsm_cluster *kd);
 void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page);
+int kdsm_rdma_fetch(struct kdsm_cluster *kd, u8 from, u32 page);
 
 /* sync.c */
 int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,

@@ -111,11 +111,7 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 			    KDSM_PLACE_BLOCK;
 	if (at[KDSM_A_OPTIONS])
 		options = nla_get_u32(at[KDSM_A_OPTIONS]);
-	if (options & KDSM_OPT_FETCH_READ) {
-		NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_OPTIONS],
-				    "fetch by RDMA read is not implemented yet");
-		return -EOPNOTSUPP;
-	}
+	geo.fetch = options & KDSM_OPT_FETCH_READ;
 	if (at[KDSM_A_PORT])
 		port = nla_get_u16(at[KDSM_A_PORT]);
 	if (at[KDSM_A_JOIN_MS])

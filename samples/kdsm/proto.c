@@ -75,8 +75,16 @@ int kdsm_msg_check(const struct kdsm_geo *g, const struct kdsm_msg *m,
 		return -EPROTO;
 	home = kdsm_home_of(g, page);
 	switch (m->type) {
-	case KDSM_FWD_WRITE:
 	case KDSM_READ_REPLY:
+		/* data from the owner, or the owner's id from the home */
+		if (m->flags == KDSM_F_FETCH && g->fetch && from == home &&
+		    kdsm_node_ok(g, m->node) && m->node != g->self &&
+		    m->node != from)
+			break;
+		if (m->flags != KDSM_F_DATA || m->node)
+			return -EPROTO;
+		break;
+	case KDSM_FWD_WRITE:
 	case KDSM_WRITE_REPLY:
 		if (m->flags & ~KDSM_F_DATA)
 			return -EPROTO;
@@ -111,6 +119,8 @@ int kdsm_msg_check(const struct kdsm_geo *g, const struct kdsm_msg *m,
 		if (home != g->self || m->node)
 			return -EPROTO;
 		break;
+	case KDSM_READ_REPLY:
+		break;		/* above */
 	default:
 		if (m->node)
 			return -EPROTO;
@@ -154,7 +164,11 @@ int kdsm_fault(const struct kdsm_geo *g, struct kdsm_page *pg, u32 page,
  * @acts: the actions, at least KDSM_MAX_ACTS
  *
  * A busy page queues the request.  Otherwise the transaction starts: a
- * read joins the copyset and is forwarded to the owner; a write makes
+ * read joins the copyset and is forwarded to the owner, or, with the
+ * fetch option, answered with the owner's id when the owner is another
+ * node that holds the page READ (it has sharers: an owner drops to READ
+ * when it serves a reader, and only a write through this home raises it
+ * again, not before this transaction's DONE); a write makes
  * the requester the owner, invalidates every other copy (acks to the
  * requester) and is forwarded to the old owner, with data unless the
  * requester's copy is valid; a requester that owns the page already
@@ -170,7 +184,7 @@ int kdsm_fault(const struct kdsm_geo *g, struct kdsm_page *pg, u32 page,
 int kdsm_home_request(const struct kdsm_geo *g, struct kdsm_home *h,
 		      u8 from, bool write, struct kdsm_act *acts)
 {
-	u8 others, flags, k, node;
+	u8 others, flags, k, node, sharers;
 	int n = 0;
 
 	if (!kdsm_node_ok(g, from) || !kdsm_node_ok(g, h->owner))
@@ -186,9 +200,13 @@ int kdsm_home_request(const struct kdsm_geo *g, struct kdsm_home *h,
 		/* the owner and the sharers can read already */
 		if (from == h->owner || h->copyset & kdsm_bit(from))
 			return -EPROTO;
+		sharers = h->copyset;
 		h->copyset |= kdsm_bit(from);
 		h->busy = true;
 		h->cur = from;
+		if (g->fetch && sharers && h->owner != g->self)
+			return kdsm_send(acts, 0, KDSM_READ_REPLY, from,
+					 h->owner, 0, KDSM_F_FETCH);
 		return kdsm_send(acts, 0, KDSM_FWD_READ, h->owner, from, 0, 0);
 	}
 	others = h->copyset & ~kdsm_bit(from) & ~kdsm_bit(h->owner);
@@ -273,7 +291,9 @@ static int kdsm_data(struct kdsm_act *acts, int n, u8 to)
  * Forwards reach the owner: for a read it keeps the page READ and sends
  * it; for a write it drops the page, sends it if asked, and replies with
  * the ack count.  An invalidation drops a READ copy and acks the
- * requester.  Replies and acks answer this node's pending request.
+ * requester.  Replies and acks answer this node's pending request; a
+ * read reply without data names the owner to read the page from, and
+ * KDSM_FETCHED (this node's read completed) then grants it.
  * Revokes come before the data and the reply that depend on them.
  *
  * Context: any; the page's lock held.
@@ -311,8 +331,19 @@ int kdsm_page_event(const struct kdsm_geo *g, struct kdsm_page *pg,
 		return kdsm_send(acts, n, KDSM_INV_ACK, m->node, 0, 0, 0);
 	case KDSM_READ_REPLY:
 		if (pg->pending != KDSM_READ_REQ || pg->prot != KDSM_NONE ||
-		    !data)
+		    pg->fetching || data == !!(m->flags & KDSM_F_FETCH))
 			return -EPROTO;
+		if (!data) {
+			pg->fetching = true;
+			return kdsm_push(acts, n, (struct kdsm_act){
+				.kind = KDSM_ACT_FETCH, .to = m->node });
+		}
+		fallthrough;
+	case KDSM_FETCHED:
+		if (pg->pending != KDSM_READ_REQ || pg->prot != KDSM_NONE ||
+		    (m->type == KDSM_FETCHED && !pg->fetching))
+			return -EPROTO;
+		pg->fetching = false;
 		pg->prot = KDSM_READ;
 		pg->pending = 0;
 		n = kdsm_push(acts, n, (struct kdsm_act){

@@ -38,14 +38,18 @@ enum kdsm_msg_type {
 	KDSM_WRITE_REPLY,	/* O or H -> R, after the data if any; acks */
 	KDSM_DONE,		/* R -> H: the transaction is complete */
 	KDSM_MSG_TYPES,
+	/* not on the wire: this node's RDMA read of the page completed */
+	KDSM_FETCHED = KDSM_MSG_TYPES,
 };
 
 /* kdsm_msg.flags */
 #define KDSM_F_DATA		0x01	/* page data precedes this reply */
+#define KDSM_F_FETCH		0x02	/* READ_REPLY: read it from @node */
 
 /*
  * The wire message, 32 bytes, big endian.  @node: the requester a
- * forward or invalidation acts for (whom to answer), 0 in other types.
+ * forward or invalidation acts for (whom to answer); in a READ_REPLY with
+ * KDSM_F_FETCH the owner to read the page from; 0 in other types.
  * @acks: invalidations R must collect (at most nnodes - 1, when R owns
  * the page), in FWD_WRITE and WRITE_REPLY only.
  */
@@ -69,6 +73,7 @@ struct kdsm_geo {
 	u8 self;		/* 1..nnodes */
 	u8 nnodes;		/* 2..KDSM_MAX_NODES */
 	bool block;		/* block placement, else cyclic */
+	bool fetch;		/* KDSM_OPT_FETCH_READ */
 	u32 npages;
 };
 
@@ -79,12 +84,14 @@ enum kdsm_prot { KDSM_NONE, KDSM_READ, KDSM_RW };
  * A page at one node.  @owner: this node's copy is the valid one the
  * home forwards requests to (then @prot >= READ).  @pending: this node's
  * request (READ_REQ or WRITE_REQ, 0: none); for a write, @reply_seen,
- * @acks_needed (from the reply) and @acks_seen count towards the grant.
+ * @acks_needed (from the reply) and @acks_seen count towards the grant;
+ * for a read, @fetching: this node reads the page from the owner.
  */
 struct kdsm_page {
 	u8 prot;
 	bool owner;
 	u8 pending;
+	bool fetching;
 	bool reply_seen;
 	u8 acks_needed;
 	u8 acks_seen;
@@ -105,6 +112,7 @@ struct kdsm_home {
 enum kdsm_act_kind {
 	KDSM_ACT_SEND = 1,	/* a message: @type, @to, @node, @acks, @flags */
 	KDSM_ACT_DATA,		/* RDMA-write the page to @to before the next SEND */
+	KDSM_ACT_FETCH,		/* RDMA-read the page from @to: KDSM_FETCHED */
 	KDSM_ACT_REVOKE,	/* lower this node's protection to @prot */
 	KDSM_ACT_GRANT,		/* raise it to @prot, wake the faulting tasks */
 	KDSM_ACT_QUEUE,		/* home busy: queue request @type of @node */

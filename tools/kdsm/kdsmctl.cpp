@@ -3,7 +3,8 @@
 // kdsmctl: the operator's tool for kdsm clusters (generic netlink).
 //
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
-//                  [--block] [--port PORT] [--join-ms MS] [--weak] [--wait]
+//                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
+//                  [--weak] [--wait]
 //   kdsmctl status [--stats]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -19,7 +20,8 @@ namespace {
 {
     std::fprintf(stderr,
                  "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
-                 "                      [--port PORT] [--join-ms MS] [--weak] [--wait]\n"
+                 "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
+                 "                      [--wait]\n"
                  "       kdsmctl status [--stats]\n"
                  "       kdsmctl delete\n");
     std::exit(2);
@@ -63,6 +65,8 @@ int create(int argc, char **argv)
             c.port = static_cast<std::uint16_t>(number(next()));
         } else if (a == "--join-ms") {
             c.join_ms = static_cast<std::uint32_t>(number(next()));
+        } else if (a == "--fetch-read") {
+            c.options |= KDSM_OPT_FETCH_READ;
         } else if (a == "--weak") {
             c.options |= KDSM_OPT_WEAK;
         } else if (a == "--wait") {

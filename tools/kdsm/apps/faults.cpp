@@ -13,13 +13,15 @@
 // and the sharers hold copies), then every node reads its counters, one
 // barrier, R makes the measured access, a barrier, the counters again.
 // Page-protocol messages (wire types below KDSM_WIRE_CTL_FIRST, so not
-// the barriers' or the heartbeat's) sent by all nodes and RDMA writes are
-// summed over --iters rounds.  Scenarios that need more nodes than the
+// the barriers' or the heartbeat's) sent by all nodes, RDMA writes and
+// RDMA reads are summed over --iters rounds.  A cluster created with
+// --fetch-read is held to the fetch column where the design differs.  Scenarios that need more nodes than the
 // cluster has are skipped, and say so.  Exit 0 when every measured count
 // equals the designed one.
 #include "app.hpp"
 
 #include <array>
+#include <optional>
 
 namespace {
 
@@ -28,26 +30,37 @@ struct step {
     bool write;
 };
 
+// Designed per fault: messages, RDMA writes, RDMA reads.
+struct cost {
+    unsigned msgs, writes, reads;
+};
+
 struct scenario {
     const char *name;
     std::vector<step> setup;
     step measured;
-    unsigned msgs, rdma_writes;  // designed, per fault
+    cost plain;
+    std::optional<cost> fetch;  // with --fetch-read, when it differs
 };
 
 // H = 2 throughout; k is the number of sharers other than R and O.
 const std::vector<scenario> scenarios = {
-    {"read, O = H", {}, {1, false}, 3, 1},
-    {"read, O != H, R != H", {{3, true}}, {1, false}, 4, 1},
-    {"read, R = H, O remote", {{3, true}}, {2, false}, 2, 1},
-    {"write, O = H, k = 0", {}, {1, true}, 3, 1},
-    {"write, O = H, k = 2", {{3, false}, {4, false}}, {1, true}, 7, 1},
-    {"write, O != H, R != H, k = 0", {{3, true}}, {1, true}, 4, 1},
-    {"write, R = H, O remote, k = 0", {{3, true}}, {2, true}, 2, 1},
-    {"upgrade, R sharer, O = H, k = 1", {{1, false}, {3, false}}, {1, true}, 5, 0},
-    {"upgrade, R = O = H, k = 1", {{3, false}}, {2, true}, 2, 0},
-    {"upgrade, R = O, R != H, k = 1", {{1, true}, {3, false}}, {1, true}, 5, 0},
-    {"upgrade, R sharer, O != H, R != H, k = 0", {{3, true}, {1, false}}, {1, true}, 4, 0},
+    {"read, O = H", {}, {1, false}, {3, 1, 0}, {}},
+    {"read, O != H, R != H", {{3, true}}, {1, false}, {4, 1, 0}, {}},
+    {"read, R = H, O remote", {{3, true}}, {2, false}, {2, 1, 0}, {}},
+    {"read, O != H holds READ, R != H", {{3, true}, {4, false}}, {1, false}, {4, 1, 0},
+     cost{3, 0, 1}},
+    {"read, R = H, O remote holds READ", {{3, true}, {4, false}}, {2, false}, {2, 1, 0},
+     cost{0, 0, 1}},
+    {"write, O = H, k = 0", {}, {1, true}, {3, 1, 0}, {}},
+    {"write, O = H, k = 2", {{3, false}, {4, false}}, {1, true}, {7, 1, 0}, {}},
+    {"write, O != H, R != H, k = 0", {{3, true}}, {1, true}, {4, 1, 0}, {}},
+    {"write, R = H, O remote, k = 0", {{3, true}}, {2, true}, {2, 1, 0}, {}},
+    {"upgrade, R sharer, O = H, k = 1", {{1, false}, {3, false}}, {1, true}, {5, 0, 0}, {}},
+    {"upgrade, R = O = H, k = 1", {{3, false}}, {2, true}, {2, 0, 0}, {}},
+    {"upgrade, R = O, R != H, k = 1", {{1, true}, {3, false}}, {1, true}, {5, 0, 0}, {}},
+    {"upgrade, R sharer, O != H, R != H, k = 0", {{3, true}, {1, false}}, {1, true},
+     {4, 0, 0}, {}},
 };
 
 unsigned nodes_needed(const scenario &s)
@@ -67,7 +80,7 @@ void touch(volatile std::uint64_t *p, bool write)
 }
 
 struct tally {
-    std::uint64_t msgs, rdma, ns, faults;
+    std::uint64_t msgs, rdma, reads, ns, faults;
     std::array<std::uint32_t, KDSM_WIRE_CTL_FIRST> by_type;
 };
 
@@ -135,16 +148,20 @@ int main(int argc, char **argv)
                                   a.stat(KDSM_STAT_READ_FAULTS) - a.stat(KDSM_STAT_WRITE_FAULTS);
                 mine[i].rdma += (b.stat(KDSM_STAT_RDMA_WRITE_BYTES) -
                                  a.stat(KDSM_STAT_RDMA_WRITE_BYTES)) / dsm.page_size();
+                mine[i].reads += (b.stat(KDSM_STAT_RDMA_READ_BYTES) -
+                                  a.stat(KDSM_STAT_RDMA_READ_BYTES)) / dsm.page_size();
             }
         }
         for (std::size_t i = 0; i < ns; i++)
             all[(me - 1) * ns + i] = mine[i];
         dsm.barrier_all();
         bool ok = true;
+        const bool fetch = dsm.counters().options & KDSM_OPT_FETCH_READ;
         if (me == 1) {
-            std::printf("faults: %u nodes, %u faults per kind, H = node 2\n", nn, o.iters);
-            std::printf("%-42s %9s %9s %7s %7s %10s\n", "fault", "msgs:des", "msgs:got",
-                        "W:des", "W:got", "R us");
+            std::printf("faults: %u nodes, %u faults per kind, H = node 2%s\n", nn, o.iters,
+                        fetch ? ", fetch by RDMA read" : "");
+            std::printf("%-42s %9s %9s %6s %6s %6s %6s %10s\n", "fault", "msgs:des",
+                        "msgs:got", "W:des", "W:got", "Rd:des", "Rd:got", "R us");
             for (std::size_t i = 0; i < ns; i++) {
                 const scenario &s = scenarios[i];
                 if (nodes_needed(s) > nn) {
@@ -155,17 +172,21 @@ int main(int argc, char **argv)
                 for (unsigned n = 0; n < nn; n++) {
                     t.msgs += all[n * ns + i].msgs;
                     t.rdma += all[n * ns + i].rdma;
+                    t.reads += all[n * ns + i].reads;
                     t.ns += all[n * ns + i].ns;
                     t.faults += all[n * ns + i].faults;
                     for (unsigned k = 1; k < KDSM_WIRE_CTL_FIRST; k++)
                         t.by_type[k] += all[n * ns + i].by_type[k];
                 }
-                const double msgs = double(t.msgs) / o.iters, rdma = double(t.rdma) / o.iters;
-                const bool same = msgs == s.msgs && rdma == s.rdma_writes;
+                const cost want = fetch && s.fetch ? *s.fetch : s.plain;
+                const double msgs = double(t.msgs) / o.iters, rdma = double(t.rdma) / o.iters,
+                             reads = double(t.reads) / o.iters;
+                const bool same = msgs == want.msgs && rdma == want.writes &&
+                                  reads == want.reads;
                 ok &= same;
-                std::printf("%-42s %9u %9.2f %7u %7.2f %10.1f%s\n", s.name, s.msgs, msgs,
-                            s.rdma_writes, rdma, double(t.ns) / o.iters / 1e3,
-                            same ? "" : "  MISMATCH");
+                std::printf("%-42s %9u %9.2f %6u %6.2f %6u %6.2f %10.1f%s\n", s.name, want.msgs,
+                            msgs, want.writes, rdma, want.reads, reads,
+                            double(t.ns) / o.iters / 1e3, same ? "" : "  MISMATCH");
                 if (!same) {
                     std::printf("    %llu faults;",
                                 static_cast<unsigned long long>(t.faults));
