@@ -376,6 +376,7 @@ struct kdsm_sim {
 	struct rnd_state rnd;
 	u8 n;
 	bool weaken;		/* one sharer keeps its copy after an INV */
+	bool bad_fetch;		/* homes fetch from owners that hold RW */
 	bool weakened;
 	u32 violations;		/* found by the checker */
 	u32 refusals;		/* weakened runs only */
@@ -433,6 +434,8 @@ static void kdsm_sim_run(struct kdsm_sim *s, u8 x, u32 page,
 		case KDSM_ACT_FETCH:
 			/* the read runs later, on x's own queue */
 			KUNIT_ASSERT_NE(s->test, a->to, x);
+			if (s->pg[a->to][page].prot != KDSM_READ)
+				s->violations++;
 			m = kdsm_t_msg(KDSM_FETCHED, page, a->to, 0, 0);
 			kdsm_sim_push(s, x, x, (struct kdsm_sim_item){
 				.fetch = true, .m = m });
@@ -485,6 +488,13 @@ static void kdsm_sim_deliver(struct kdsm_sim *s, u8 to, u8 from,
 	case KDSM_WRITE_REQ:
 		n = kdsm_home_request(&s->geo[to], &s->home[page], from,
 				      m->type == KDSM_WRITE_REQ, acts);
+		/* planted: a home that fetches from any other owner */
+		if (s->bad_fetch && n == 1 && acts[0].type == KDSM_FWD_READ &&
+		    acts[0].to != to)
+			acts[0] = (struct kdsm_act){
+				.kind = KDSM_ACT_SEND, .type = KDSM_READ_REPLY,
+				.to = from, .node = acts[0].to,
+				.flags = KDSM_F_FETCH };
 		break;
 	case KDSM_DONE:
 		n = kdsm_home_done(&s->geo[to], &s->home[page], from, acts);
@@ -498,7 +508,7 @@ static void kdsm_sim_deliver(struct kdsm_sim *s, u8 to, u8 from,
 			s->weakened = true;
 		}
 	}
-	if (n < 0 && s->weaken) {	/* the copy kept confuses the protocol */
+	if (n < 0 && (s->weaken || s->bad_fetch)) {	/* planted faults */
 		s->refusals++;
 		return;
 	}
@@ -645,7 +655,7 @@ static void kdsm_sim_run_to_quiet(struct kdsm_sim *s, u32 steps)
 		kdsm_sim_step(s, true);
 	for (i = 0; i < 100000 && kdsm_sim_step(s, false); i++)
 		;
-	if (s->weaken)
+	if (s->weaken || s->bad_fetch)
 		return;
 	/* quiet: every request answered, every home free */
 	for (p = 0; p < KDSM_SIM_PAGES; p++) {
@@ -658,10 +668,9 @@ static void kdsm_sim_run_to_quiet(struct kdsm_sim *s, u32 steps)
 
 static void kdsm_sim_coherent(struct kunit *test)
 {
+	u32 fetches = 0;
 	u64 seed;
 	u8 n;
-
-	u32 fetches = 0;
 
 	for (n = 2; n <= 4; n++) {
 		for (seed = 1; seed <= 20; seed++) {
@@ -1043,6 +1052,24 @@ static void kdsm_qlock_sim(struct kunit *test)
 	}
 }
 
+/* The checker catches a home that lets a reader fetch from an RW owner. */
+static void kdsm_sim_catches_bad_fetch(struct kunit *test)
+{
+	u32 caught = 0;
+	u64 seed;
+
+	for (seed = 1; seed <= 20; seed++) {
+		struct kdsm_sim *s = kdsm_sim_new(test, 3, seed, false, false,
+						  true);
+
+		s->bad_fetch = true;
+		kdsm_sim_run_to_quiet(s, 3000);
+		caught += s->violations > 0;
+		kunit_kfree(test, s);
+	}
+	KUNIT_EXPECT_EQ(test, caught, 20U);
+}
+
 static struct kunit_case kdsm_proto_cases[] = {
 	KUNIT_CASE(kdsm_home_placement),
 	KUNIT_CASE(kdsm_msg_validation),
@@ -1051,6 +1078,7 @@ static struct kunit_case kdsm_proto_cases[] = {
 	KUNIT_CASE(kdsm_fetch_read),
 	KUNIT_CASE(kdsm_sim_coherent),
 	KUNIT_CASE(kdsm_sim_catches_weakened),
+	KUNIT_CASE(kdsm_sim_catches_bad_fetch),
 	KUNIT_CASE(kdsm_qlock_validation),
 	KUNIT_CASE(kdsm_qlock_word),
 	KUNIT_CASE(kdsm_qlock_transitions),

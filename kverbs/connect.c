@@ -284,7 +284,8 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
  * kverbs_ep_connect - connect to a kverbs peer
  * @dom: domain of the new endpoint
  * @dst: peer address with port (IPv4 or IPv6)
- * @timeout_ms: bound on address/route resolution and connection
+ * @timeout_ms: bound on address/route resolution and connection; a
+ *	connection established by then waits for the domain's ->connected()
  * @priv: the endpoint's pointer (kverbs_ep_priv()), set before any
  *	callback for it can run
  *
@@ -331,6 +332,14 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 
 	left = wait_for_completion_killable_timeout(&ep->done_connecting,
 						    msecs_to_jiffies(timeout_ms));
+	/*
+	 * Connected at the deadline: the peer holds an established
+	 * connection and the domain's ->connected() is running; failing now
+	 * would tear down what both sides just set up.  It returns soon.
+	 */
+	if (!left && test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags))
+		left = wait_for_completion_killable(&ep->done_connecting) ?
+		       -ERESTARTSYS : 1;
 	if (left <= 0) {
 		ret = left ? -EINTR : -ETIMEDOUT;
 		goto fail;

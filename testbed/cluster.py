@@ -298,8 +298,10 @@ class Cluster:
     def _keep_consoles(self, e):
         """A distro kernel that panics before the guest's init reported
         ready ran none of our code (init loads only distro modules before
-        @@READY), so the cluster is booted once more, loudly; the consoles
-        of the failed boot are kept beside the new ones."""
+        @@READY) unless our init itself died ("Attempted to kill init",
+        never retried), so the cluster is booted once more, loudly; the
+        consoles of the failed boot are kept beside the new ones and not
+        scanned by findings()."""
         for node in self.nodes:
             if node.console_path.exists():
                 node.console_path.rename(
@@ -401,10 +403,13 @@ class Cluster:
                 cause += f": {out.strip()[-1500:]}"
         else:
             cause = f"did not boot within {self.boot_timeout}s"
-        panicked = "Kernel panic" in node.console_tail(200)
+        tail = node.console_tail(200)
+        panicked = "Kernel panic" in tail
         if panicked:
             cause += " (the guest kernel panicked)"
-        err = BootPanic if panicked else HarnessError
+        # our own init dying is never retried
+        err = BootPanic if panicked and "Attempted to kill init" not in \
+            tail else HarnessError
         e = err(
             f"{node.name} ({self.kernel.abi}): {cause}\n"
             f"console tail ({node.console_path}):\n{node.console_tail()}",

@@ -291,27 +291,35 @@ static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p,
 }
 
 /*
- * While forming, a connection from a node that dials us which goes down,
- * or is replaced by a newer one, before that node's HELLO arrived carried
- * nothing of the node's: forget it and let the node dial again until the
- * join deadline.  A dialer gives up an attempt that takes longer than
- * KDSM_CONNECT_MS, and we called the endpoint connected when we accepted
- * it (kverbs_ep_accept()), so under load (eight TCG guests) its first
- * connection can die under us.  Our greeting on it stops (@conn), and the
- * next connection gets a greeting of its own.
+ * While forming, a connection that goes down, or (accepted) is replaced
+ * by a newer one, before the peer's HELLO arrived carried nothing of the
+ * peer's: forget it, and the dialer dials again until the join deadline
+ * (the dial loop itself while it still waits for the connection, else
+ * dial_work).  A dialer gives up an attempt that takes longer than
+ * KDSM_CONNECT_MS while the acceptor called the endpoint connected when
+ * it accepted it (kverbs_ep_accept()), so under load (eight TCG guests)
+ * a first connection can die under either side.  Our greeting on it
+ * stops (@conn), and the next connection gets a greeting of its own.
  */
 static bool kdsm_peer_restart_locked(struct kdsm_cluster *kd,
 				     struct kdsm_peer *p)
 {
 	lockdep_assert_held(&kd->lock);
-	if (kd->state != KDSM_STATE_FORMING || p->hello || p->refused ||
-	    p->node < kd->geo.self)
+	if (kd->state != KDSM_STATE_FORMING || p->hello || p->refused)
 		return false;
+	if (p->node < kd->geo.self && !p->dialing) {
+		p->redial = true;
+		queue_work(kdsm_wq, &kd->dial_work);
+	}
 	WRITE_ONCE(p->ep, NULL);
 	p->conn++;
 	p->greeting = false;
 	p->greeted = false;
-	/* a second one in a row is revoked with the region */
+	/*
+	 * @stale holds at most one grant, for greet_work to revoke; any
+	 * further one stays on the region's list, holding its endpoint,
+	 * until kverbs_region_destroy() (at most join_ms / KDSM_CONNECT_MS).
+	 */
 	if (!p->stale)
 		p->stale = p->grant;
 	p->grant = NULL;
@@ -328,6 +336,7 @@ static void kdsm_connected(struct kverbs_ep *ep)
 	u32 node = kverbs_ep_peer_node(ep);
 	u8 code = KDSM_REFUSE_NODE;
 	struct kverbs_grant *g, *lg;
+	bool replaced;
 	char why[64];
 
 	if (!p) {	/* accepted: nodes with higher ids dial us */
@@ -348,8 +357,9 @@ static void kdsm_connected(struct kverbs_ep *ep)
 				 "leaving");
 			goto refuse;
 		}
-		if (p->refused ||
-		    (p->ep && !kdsm_peer_restart_locked(kd, p))) {
+		replaced = p->ep && !p->refused &&
+			   kdsm_peer_restart_locked(kd, p);
+		if (p->refused || (p->ep && !replaced)) {
 			spin_unlock_bh(&kd->lock);
 			snprintf(why, sizeof(why), "node %u is connected already",
 				 node);
@@ -359,6 +369,9 @@ static void kdsm_connected(struct kverbs_ep *ep)
 		p->conn++;
 		spin_unlock_bh(&kd->lock);
 		kverbs_ep_set_priv(ep, p);
+		if (replaced)
+			pr_info("node %u: node %u dialed again before its HELLO; its earlier connection is dropped\n",
+				kd->geo.self, node);
 	} else {
 		if (node != p->node) {
 			snprintf(why, sizeof(why),
@@ -378,8 +391,11 @@ static void kdsm_connected(struct kverbs_ep *ep)
 				((kd->options & KDSM_OPT_FETCH_READ) ?
 				 KVERBS_ACCESS_REMOTE_READ : 0));
 	if (IS_ERR(g)) {
-		kdsm_fail(kd, "node %u: granting node %u our region: %pe",
-			  kd->geo.self, p->node, g);
+		/* a dying endpoint's error is ->disconnected()'s to judge */
+		if (PTR_ERR(g) == -ENOMEM || PTR_ERR(g) == -EINVAL ||
+		    PTR_ERR(g) == -ENODEV)
+			kdsm_fail(kd, "node %u: granting node %u our region: %pe",
+				  kd->geo.self, p->node, g);
 		return;
 	}
 	lg = kdsm_qlock_grant(kd, ep);	/* NULL: no queue locks here */
@@ -435,7 +451,12 @@ static void kdsm_greet_work(struct work_struct *w)
 		if (!g)
 			continue;
 		ret = kdsm_greet(kd, p, g, lg, conn);
-		if (ret && ret != -ESHUTDOWN && ret != -ESTALE) {
+		/*
+		 * Our own errors fail the cluster; an endpoint's (it is going
+		 * down) are ->disconnected()'s to judge: a forming cluster
+		 * may forget the connection (kdsm_peer_restart_locked()).
+		 */
+		if (ret == -E2BIG || ret == -EINVAL) {
 			kdsm_fail(kd, "node %u: greeting node %u failed: %d",
 				  kd->geo.self, n, ret);
 			continue;
@@ -463,8 +484,10 @@ static void kdsm_disconnected(struct kverbs_ep *ep, int err)
 	}
 	if (kdsm_peer_restart_locked(kd, p)) {
 		spin_unlock_bh(&kd->lock);
-		pr_info("node %u: node %u's connection went down before its HELLO (%d); it may dial again\n",
-			kd->geo.self, p->node, err);
+		pr_info("node %u: node %u's connection went down before its HELLO (%d); %s\n",
+			kd->geo.self, p->node, err,
+			p->node < kd->geo.self ? "dialing again" :
+			"it may dial again");
 		return;
 	}
 	WRITE_ONCE(p->ep, NULL);
@@ -561,6 +584,11 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 			return -EAGAIN;	/* again, in process context */
 	}
 	spin_lock_bh(&kd->lock);
+	if (p->ep != ep) {	/* replaced while forming */
+		spin_unlock_bh(&kd->lock);
+		kfree(keys);
+		return 0;
+	}
 	p->rkeys = keys;
 	p->rkey_shift = h->extent_shift;
 	p->nkeys_region = nkeys;
@@ -571,13 +599,17 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 }
 
 static int kdsm_key_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
-			 const struct kdsm_key *k)
+			 struct kverbs_ep *ep, const struct kdsm_key *k)
 {
 	if (!p->hello || be32_to_cpu(k->index) != p->nkeys ||
 	    p->nkeys >= p->nkeys_want || memchr_inv(k->reserved0, 0, 3) ||
 	    memchr_inv(k->reserved, 0, sizeof(k->reserved)))
 		return -EPROTO;
 	spin_lock_bh(&kd->lock);
+	if (p->ep != ep) {	/* replaced while forming */
+		spin_unlock_bh(&kd->lock);
+		return 0;
+	}
 	if (p->nkeys < p->nkeys_region) {
 		p->rkeys[p->nkeys] = be32_to_cpu(k->rkey);
 	} else {			/* the last: its lock words */
@@ -602,7 +634,7 @@ static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	case KDSM_HELLO:
 		return kdsm_hello_recv(kd, p, ep, data, ctx);
 	case KDSM_KEY:
-		return kdsm_key_recv(kd, p, data);
+		return kdsm_key_recv(kd, p, ep, data);
 	}
 	if (s->reserved0 || memchr_inv(s->reserved, 0, sizeof(s->reserved)))
 		return -EPROTO;
@@ -665,10 +697,11 @@ static int kdsm_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	/*
 	 * A refused peer's messages are dropped, not rejected: rejecting
 	 * closes the connection, which may reach the peer before our
-	 * REFUSE does, and it would not learn why.
+	 * REFUSE does, and it would not learn why.  Only a peer's current
+	 * connection is heard; one replaced while forming is dropped.
 	 */
 	if (!p || p->refused || READ_ONCE(p->ep) != ep)
-		return 0;	/* or a connection replaced while forming */
+		return 0;
 	if (len != KDSM_MSG_LEN) {
 		ret = -EPROTO;
 		goto bad;
@@ -764,37 +797,93 @@ done:
 			kd->geo.self, kd->geo.nnodes, kd->geo.npages);
 }
 
+/*
+ * Connect to lower node @p (it accepts us) until connected, failed, or
+ * the join deadline.  An attempt that went down before we took it (its
+ * ->disconnected() found @p->dialing) is dialed again.
+ */
+static void kdsm_dial(struct kdsm_cluster *kd, struct kdsm_peer *p)
+{
+	struct kverbs_ep *ep;
+	bool kept;
+
+	for (;;) {
+		if (!kdsm_live(kd))
+			break;
+		ep = kverbs_ep_connect(kd->dom, (struct sockaddr *)&p->addr,
+				       KDSM_CONNECT_MS, p);
+		if (!IS_ERR(ep)) {
+			spin_lock_bh(&kd->lock);
+			kept = p->ep == ep;
+			if (kept) {
+				p->dialed = ep;
+				p->dialing = false;
+			}
+			spin_unlock_bh(&kd->lock);
+			if (kept)
+				return;
+			kverbs_ep_close(ep);
+			ep = ERR_PTR(-ECONNRESET);
+		}
+		if (time_after(jiffies, kd->join_deadline)) {
+			kdsm_fail(kd, "node %u: node %u at %pISpc: %pe after %u ms",
+				  kd->geo.self, p->node, &p->addr, ep,
+				  kd->join_ms);
+			break;
+		}
+		msleep(200);	/* it may not listen yet */
+	}
+	spin_lock_bh(&kd->lock);
+	p->dialing = false;
+	spin_unlock_bh(&kd->lock);
+}
+
 static void kdsm_form_work(struct work_struct *w)
 {
 	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
 					       form_work);
-	unsigned long deadline = jiffies + msecs_to_jiffies(kd->join_ms);
-	struct kverbs_ep *ep;
+	struct kdsm_peer *p;
 	u8 j;
 
 	for (j = 1; j < kd->geo.self; j++) {
-		struct kdsm_peer *p = &kd->peers[j];
-
-		for (;;) {
-			if (!kdsm_live(kd))
-				return;
-			ep = kverbs_ep_connect(kd->dom,
-					       (struct sockaddr *)&p->addr,
-					       KDSM_CONNECT_MS, p);
-			if (!IS_ERR(ep)) {
-				p->dialed = ep;
-				break;
-			}
-			if (time_after(jiffies, deadline)) {
-				kdsm_fail(kd, "node %u: node %u at %pISpc: %pe after %u ms",
-					  kd->geo.self, j, &p->addr, ep,
-					  kd->join_ms);
-				return;
-			}
-			msleep(200);	/* it may not listen yet */
-		}
+		p = &kd->peers[j];
+		spin_lock_bh(&kd->lock);
+		p->dialing = true;
+		spin_unlock_bh(&kd->lock);
+		kdsm_dial(kd, p);
 	}
-	kdsm_announce(kd, deadline);
+	kdsm_announce(kd, kd->join_deadline);
+}
+
+/* Dial again the peers whose connection went down while forming. */
+static void kdsm_dial_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       dial_work);
+	struct kverbs_ep *old;
+	struct kdsm_peer *p;
+	bool redial;
+	u8 j;
+
+	for (j = 1; j < kd->geo.self; j++) {
+		p = &kd->peers[j];
+		spin_lock_bh(&kd->lock);
+		redial = p->redial && kdsm_live(kd);
+		old = NULL;
+		if (redial) {
+			p->redial = false;
+			p->dialing = true;
+			old = p->dialed;
+			p->dialed = NULL;
+		}
+		spin_unlock_bh(&kd->lock);
+		if (!redial)
+			continue;
+		if (old)
+			kverbs_ep_close(old);
+		pr_info("node %u: dialing node %u again\n", kd->geo.self, j);
+		kdsm_dial(kd, p);
+	}
 }
 
 /* Fail what can no longer be obtained; see the top of this file. */
@@ -977,6 +1066,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	INIT_WORK(&kd->defer_work, kdsm_defer_work);
 	INIT_WORK(&kd->form_work, kdsm_form_work);
 	INIT_WORK(&kd->greet_work, kdsm_greet_work);
+	INIT_WORK(&kd->dial_work, kdsm_dial_work);
 	INIT_WORK(&kd->fail_work, kdsm_fail_work);
 	INIT_DELAYED_WORK(&kd->ping_work, kdsm_ping_work);
 	init_waitqueue_head(&kd->sync_wq);
@@ -1067,6 +1157,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 
 	kdsm_fail(kd, "node %u left", kd->geo.self);
 	cancel_work_sync(&kd->form_work);
+	cancel_work_sync(&kd->dial_work);
 	cancel_work_sync(&kd->greet_work);
 	cancel_delayed_work_sync(&kd->ping_work);
 	cancel_work_sync(&kd->ql_work);	/* queued only while live */

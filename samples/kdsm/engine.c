@@ -171,7 +171,8 @@ static int kdsm_act(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 		if (ret == -EAGAIN)
 			ev->reason = KDSM_DEFER_NOBUF;
 		else if (!ret && (a->type == KDSM_READ_REPLY ||
-				  a->type == KDSM_WRITE_REPLY))
+				  a->type == KDSM_WRITE_REPLY) &&
+			 !(a->flags & KDSM_F_FETCH))
 			trace_kdsm_serve(g->self, ev->page, a->to, a->type);
 		/* a lost peer fails the cluster from ->disconnected() */
 		return ret == -EAGAIN ? ret : 0;
@@ -315,43 +316,10 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	queue_work(kdsm_wq, &kd->defer_work);
 }
 
-static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev);
-
-/**
- * kdsm_engine_recv - a peer's protocol message, checked by kdsm_msg_check()
- * @kd: cluster
- * @p: the peer, whose keys this node holds
- * @m: the message
- * @ctx: where kvmsg runs us
- *
- * Context: the kvmsg handler.
- * Return: 0; -EAGAIN (no memory in softirq: kvmsg calls again in process
- * context); -EPROTO (does not fit the page's state: kvmsg drops it and
- * closes the endpoint).
- */
-int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
-		     const struct kdsm_msg *m, enum kvmsg_ctx ctx)
-{
-	struct kdsm_ev *ev;
-	u64 t0 = ktime_get_ns();
-
-	ev = kdsm_ev_get(kd, ctx == KVMSG_CTX_PROCESS ? GFP_KERNEL :
-			 GFP_ATOMIC);
-	if (!ev) {
-		kdsm_count(kd, KDSM_STAT_EV_DEFER_NOMEM, 1);
-		return ctx == KVMSG_CTX_PROCESS ? -ENOMEM : -EAGAIN;
-	}
-	ev->kind = KDSM_EV_MSG;
-	ev->from = p->node;
-	ev->page = be32_to_cpu(m->page);
-	ev->msg = *m;
-	ev->t0 = t0;
-	return kdsm_engine_event(kd, ev);
-}
-
 /*
  * Run message event @ev where it arrived, or queue it behind its page's
- * deferred events.  Return as kdsm_engine_recv(); @ev is consumed.
+ * deferred events.  Return 0, or -EPROTO: it does not fit the page's
+ * state.  @ev is consumed.
  */
 static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 {
@@ -389,6 +357,38 @@ static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	}
 	kdsm_ev_put(kd, ev);
 	return ret;
+}
+
+/**
+ * kdsm_engine_recv - a peer's protocol message, checked by kdsm_msg_check()
+ * @kd: cluster
+ * @p: the peer, whose keys this node holds
+ * @m: the message
+ * @ctx: where kvmsg runs us
+ *
+ * Context: the kvmsg handler.
+ * Return: 0; -EAGAIN (no memory in softirq: kvmsg calls again in process
+ * context); -EPROTO (does not fit the page's state: kvmsg drops it and
+ * closes the endpoint).
+ */
+int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
+		     const struct kdsm_msg *m, enum kvmsg_ctx ctx)
+{
+	struct kdsm_ev *ev;
+	u64 t0 = ktime_get_ns();
+
+	ev = kdsm_ev_get(kd, ctx == KVMSG_CTX_PROCESS ? GFP_KERNEL :
+			 GFP_ATOMIC);
+	if (!ev) {
+		kdsm_count(kd, KDSM_STAT_EV_DEFER_NOMEM, 1);
+		return ctx == KVMSG_CTX_PROCESS ? -ENOMEM : -EAGAIN;
+	}
+	ev->kind = KDSM_EV_MSG;
+	ev->from = p->node;
+	ev->page = be32_to_cpu(m->page);
+	ev->msg = *m;
+	ev->t0 = t0;
+	return kdsm_engine_event(kd, ev);
 }
 
 /*
@@ -602,15 +602,28 @@ int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page)
 	return ret;
 }
 
-/* The read of kdsm_rdma_fetch() completed: its event joins the page's. */
+/*
+ * The read of kdsm_rdma_fetch() completed: its event joins the page's.
+ * Context: the domain's completion handler (softirq, or process while
+ * the endpoint is torn down), serialised with ->recv() of the domain.
+ */
 static void kdsm_fetch_done(void *ctx, int status)
 {
 	struct kdsm_ev *ev = ctx;
 	struct kdsm_cluster *kd = ev->kd;
 
+	/* flushed: the endpoint's ->disconnected() names the lost node */
+	if (status == -ECONNRESET) {
+		kfree(ev);
+		return;
+	}
 	if (status) {
-		kdsm_fail(kd, "node %u: page %u from node %u: RDMA read failed: %d",
-			  kd->geo.self, ev->page, ev->from, status);
+		spin_lock_bh(&kd->lock);
+		if (kdsm_live(kd))
+			kd->lost = ev->from;
+		kdsm_fail_locked(kd, "node %u: page %u from node %u: RDMA read failed: %d",
+				 kd->geo.self, ev->page, ev->from, status);
+		spin_unlock_bh(&kd->lock);
 		kfree(ev);
 		return;
 	}

@@ -82,6 +82,8 @@ struct kdsm_peer {
 	bool refused;		/* messages from it are dropped */
 	bool greeting;		/* greet_work took it */
 	bool greeted;		/* our HELLO and keys went to it: READY may */
+	bool dialing;		/* form or dial work connects to it */
+	bool redial;		/* its connection went down while forming */
 	u8 rkey_shift;		/* its keys' extent, log2 bytes */
 	u32 nkeys;		/* keys received */
 	u32 nkeys_want;		/* announced in its HELLO */
@@ -214,6 +216,7 @@ struct kdsm_cluster {
 
 	struct work_struct form_work;
 	struct work_struct greet_work;	/* peers connected, not greeted */
+	struct work_struct dial_work;	/* peers to dial again */
 	struct work_struct fail_work;
 	u8 lost;			/* the peer whose loss failed us */
 	struct delayed_work ping_work;

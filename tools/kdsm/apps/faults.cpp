@@ -15,7 +15,8 @@
 // Page-protocol messages (wire types below KDSM_WIRE_CTL_FIRST, so not
 // the barriers' or the heartbeat's) sent by all nodes, RDMA writes and
 // RDMA reads are summed over --iters rounds.  A cluster created with
-// --fetch-read is held to the fetch column where the design differs.  Scenarios that need more nodes than the
+// --fetch-read is held to the fetch column where the design
+// differs.  Scenarios that need more nodes than the
 // cluster has are skipped, and say so.  Exit 0 when every measured count
 // equals the designed one.
 #include "app.hpp"
