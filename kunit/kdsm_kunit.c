@@ -13,6 +13,13 @@
  * by the same checker (not only by a later refusal).  Half the runs use
  * the fetch option: a read of a shared page is an RDMA read of the
  * owner's copy at a random later step, checked like page data.
+ *
+ * The queue lock (samples/kdsm/qproto.c, also compiled in): its messages'
+ * validation, the word's decoding in both byte orders, and simulated
+ * clusters of 2 to 4 nodes contending for one word, with CAS results and
+ * messages overtaking each other and waiters killed at random; the
+ * checker asserts one holder at a time, no refused event, and that every
+ * node leaves the queue and the word ends free.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -20,6 +27,7 @@
 #include <linux/string.h>
 
 #include "../samples/kdsm/proto.c"
+#include "../samples/kdsm/qproto.c"
 
 static const struct kdsm_geo kdsm_t_geo = {
 	.self = 1, .nnodes = 4, .npages = 64, .fetch = true,
@@ -701,6 +709,349 @@ static void kdsm_sim_catches_weakened(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, caught, 20U);
 }
 
+static struct kdsm_sig kdsm_t_sig(u8 type, u32 id, u8 code, u8 node)
+{
+	return (struct kdsm_sig){ .type = type, .id = cpu_to_be32(id),
+				  .code = code, .node = node };
+}
+
+/*
+ * Queue-lock messages at node 2 of 4: lock 5's manager is node 2, whose
+ * helper is node 3; lock 4's manager is node 1, whose helper is node 2.
+ */
+static void kdsm_qlock_validation(struct kunit *test)
+{
+	const struct kdsm_geo g = { .self = 2, .nnodes = 4, .npages = 64 };
+	const struct {
+		struct kdsm_sig s;
+		u8 from;
+	} ok[] = {
+		{ kdsm_t_sig(KDSM_QL_NEXT, 5, 0, 0), 3 },
+		{ kdsm_t_sig(KDSM_QL_PASS, 1023, 0, 0), 4 },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 3, 1), 1 },	/* swap in */
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 0, 1), 1 },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 1, 0), 1 },	/* swap out */
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, 0, 4), 3 },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, KDSM_QL_NO_ATOMICS, 0), 3 },
+	};
+	const struct {
+		struct kdsm_sig s;
+		u8 from;
+		const char *what;
+	} bad[] = {
+		{ kdsm_t_sig(KDSM_QL_NEXT, 5, 0, 0), 2, "from itself" },
+		{ kdsm_t_sig(KDSM_QL_NEXT, 5, 0, 0), 5, "from no node" },
+		{ kdsm_t_sig(KDSM_QL_NEXT, 5, 0, 0), 0, "from node 0" },
+		{ kdsm_t_sig(KDSM_QL_NEXT, KDSM_MAX_LOCKS, 0, 0), 3, "id" },
+		{ kdsm_t_sig(KDSM_QL_NEXT, 5, 1, 0), 3, "NEXT code" },
+		{ kdsm_t_sig(KDSM_QL_PASS, 5, 0, 3), 3, "PASS node" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 5, 3, 1), 1, "CAS not from the manager" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 7, 3, 4), 4, "CAS to a non-helper" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 1, 1), 1, "CAS self -> self" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 3, 4), 1, "CAS of another node" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 1, 3), 1, "CAS out to a node" },
+		{ kdsm_t_sig(KDSM_QL_CAS, 4, 5, 1), 1, "CAS compare > nnodes" },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 4, 0, 1), 1, "DONE for no manager" },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, 0, 1), 4, "DONE not from the helper" },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, 0, 5), 3, "DONE tail > nnodes" },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, 2, 0), 3, "DONE code" },
+		{ kdsm_t_sig(KDSM_QL_CAS_DONE, 5, 1, 2), 3, "DONE refused, tail" },
+		{ kdsm_t_sig(KDSM_BAR_GO, 5, 0, 0), 3, "another type" },
+	};
+	struct kdsm_sig s;
+	unsigned int i, b;
+
+	for (i = 0; i < ARRAY_SIZE(ok); i++)
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_q_check(&g, &ok[i].s, ok[i].from),
+				    0, "valid message %u", i);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		KUNIT_EXPECT_EQ_MSG(test, kdsm_q_check(&g, &bad[i].s,
+						       bad[i].from),
+				    -EPROTO, "%s", bad[i].what);
+	/* every reserved byte, and the generation, of every valid one */
+	for (i = 0; i < ARRAY_SIZE(ok); i++) {
+		s = ok[i].s;
+		s.gen = cpu_to_be32(1);
+		KUNIT_EXPECT_EQ(test, kdsm_q_check(&g, &s, ok[i].from), -EPROTO);
+		s = ok[i].s;
+		s.reserved0 = 1;
+		KUNIT_EXPECT_EQ(test, kdsm_q_check(&g, &s, ok[i].from), -EPROTO);
+		for (b = 0; b < sizeof(s.reserved); b++) {
+			s = ok[i].s;
+			s.reserved[b] = 0x80;
+			KUNIT_EXPECT_EQ_MSG(test, kdsm_q_check(&g, &s, ok[i].from),
+					    -EPROTO, "message %u, byte %u", i, b);
+		}
+	}
+}
+
+/* The tail a CAS returns, in either byte order; nothing else. */
+static void kdsm_qlock_word(struct kunit *test)
+{
+	const struct kdsm_geo g = { .self = 1, .nnodes = 4, .npages = 64 };
+	u64 v;
+
+	for (v = 0; v <= 4; v++) {
+		KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, v), (int)v);
+		KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, swab64(v)), (int)v);
+	}
+	KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, 5), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, swab64(5)), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, 0x100), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_word(&g, U64_MAX), -EPROTO);
+}
+
+/* A release, an abandon, and a NEXT that comes before the CAS result. */
+static void kdsm_qlock_transitions(struct kunit *test)
+{
+	const struct kdsm_geo g = { .self = 2, .nnodes = 3, .npages = 64 };
+	struct kdsm_qlock q = {};
+	struct kdsm_qact_arg a;
+
+	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), -EPERM);
+	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
+	KUNIT_EXPECT_EQ(test, kdsm_q_acquire(&q), -EBUSY);
+	KUNIT_EXPECT_TRUE(test, kdsm_q_busy(&q));
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_CAS);
+	KUNIT_EXPECT_EQ(test, a.cmp, 0);
+	KUNIT_EXPECT_EQ(test, a.swap, 2);
+	kdsm_q_performed(&q, KDSM_QA_CAS);
+	KUNIT_EXPECT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_NONE);
+	/* a PASS before we asked for it, a result we did not ask for */
+	KUNIT_EXPECT_EQ(test, kdsm_q_pass(&q, 1), -EPROTO);
+	/* the tail was 3: again, expecting 3 */
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 3), KDSM_Q_RETRY);
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 3), -EPROTO);
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_CAS);
+	KUNIT_EXPECT_EQ(test, a.cmp, 3);
+	kdsm_q_performed(&q, KDSM_QA_CAS);
+	/* node 1 swapped in behind us; its NEXT overtakes our result */
+	KUNIT_EXPECT_EQ(test, kdsm_q_next(&g, &q, 1), 0);
+	KUNIT_EXPECT_EQ(test, kdsm_q_next(&g, &q, 3), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 3), 0);
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_NEXT);
+	KUNIT_EXPECT_EQ(test, a.to, 3);
+	kdsm_q_performed(&q, KDSM_QA_NEXT);
+	/* the waiter dies; node 3 passes; the lock goes straight to node 1 */
+	kdsm_q_abandon(&q);
+	KUNIT_EXPECT_FALSE(test, kdsm_q_busy(&q));
+	KUNIT_EXPECT_EQ(test, kdsm_q_acquire(&q), -EBUSY);
+	KUNIT_EXPECT_EQ(test, kdsm_q_pass(&q, 1), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_pass(&q, 3), 0);
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_PASS);
+	KUNIT_EXPECT_EQ(test, a.to, 1);
+	kdsm_q_performed(&q, KDSM_QA_PASS);
+	KUNIT_EXPECT_EQ(test, q.state, KDSM_Q_IDLE);
+	/* alone: held at once, freed by a CAS that finds us */
+	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
+	kdsm_q_performed(&q, kdsm_q_action(&g, &q, &a));
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 0), KDSM_Q_GRANTED);
+	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), 0);
+	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), -EPERM);
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_CAS);
+	KUNIT_EXPECT_EQ(test, a.cmp, 2);
+	KUNIT_EXPECT_EQ(test, a.swap, 0);
+	kdsm_q_performed(&q, KDSM_QA_CAS);
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 0), -EPROTO);
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 2), 0);
+	KUNIT_EXPECT_EQ(test, q.state, KDSM_Q_IDLE);
+}
+
+#define KDSM_QSIM_NODES		4
+#define KDSM_QSIM_QLEN		8
+
+/* NEXT, PASS (node to node), a CAS (to the word), a result (back) */
+struct kdsm_qsim_item {
+	u8 type;
+	u8 a;
+	u8 b;
+};
+
+struct kdsm_qsim_chan {
+	struct kdsm_qsim_item q[KDSM_QSIM_QLEN];
+	u32 head, tail;
+};
+
+struct kdsm_qsim {
+	struct kunit *test;
+	struct rnd_state rnd;
+	u8 n;
+	bool busy;		/* tasks still start acquires */
+	u64 word;
+	struct kdsm_geo geo[KDSM_QSIM_NODES + 1];
+	struct kdsm_qlock q[KDSM_QSIM_NODES + 1];
+	struct kdsm_qsim_chan msg[KDSM_QSIM_NODES + 1][KDSM_QSIM_NODES + 1];
+	struct kdsm_qsim_chan cas[KDSM_QSIM_NODES + 1];
+	struct kdsm_qsim_chan res[KDSM_QSIM_NODES + 1];
+	u32 refused, overlaps, grants, abandons, retries, steps;
+};
+
+static void kdsm_qsim_push(struct kdsm_qsim *s, struct kdsm_qsim_chan *c,
+			   struct kdsm_qsim_item it)
+{
+	KUNIT_ASSERT_LT(s->test, c->tail - c->head, (u32)KDSM_QSIM_QLEN);
+	c->q[c->tail++ % KDSM_QSIM_QLEN] = it;
+}
+
+static struct kdsm_qsim_item kdsm_qsim_pop(struct kdsm_qsim_chan *c)
+{
+	return c->q[c->head++ % KDSM_QSIM_QLEN];
+}
+
+/* A transition's result: count it; -EPROTO is a bug of the protocol. */
+static void kdsm_qsim_ret(struct kdsm_qsim *s, int ret)
+{
+	if (ret < 0) {
+		s->refused++;
+		return;
+	}
+	s->retries += !!(ret & KDSM_Q_RETRY);
+	s->grants += !!(ret & KDSM_Q_GRANTED);
+}
+
+/*
+ * One random enabled event; false when none is.  Events: a task starts,
+ * releases or dies; a node does its action; the word runs a CAS; a
+ * result or a message arrives (in order per channel, channels in any).
+ */
+static bool kdsm_qsim_step(struct kdsm_qsim *s)
+{
+	struct kdsm_qsim_chan *ch[3 * (KDSM_QSIM_NODES + 1) *
+				  (KDSM_QSIM_NODES + 1)];
+	u8 node[ARRAY_SIZE(ch)], kind[ARRAY_SIZE(ch)];
+	struct kdsm_qsim_item it;
+	struct kdsm_qact_arg a;
+	u32 n = 0, pick;
+	u8 x, y;
+	int act;
+
+	for (x = 1; x <= s->n; x++) {
+		struct kdsm_qlock *q = &s->q[x];
+
+		/* kind 0: the task's move; 1: the action; 2..4: channels */
+		if ((q->state == KDSM_Q_IDLE && s->busy) ||
+		    q->state == KDSM_Q_HELD || (kdsm_q_busy(q) && s->busy)) {
+			ch[n] = NULL;
+			node[n] = x;
+			kind[n++] = 0;
+		}
+		if (kdsm_q_action(&s->geo[x], q, &a) != KDSM_QA_NONE) {
+			ch[n] = NULL;
+			node[n] = x;
+			kind[n++] = 1;
+		}
+		if (s->cas[x].head != s->cas[x].tail) {
+			ch[n] = &s->cas[x];
+			node[n] = x;
+			kind[n++] = 2;
+		}
+		if (s->res[x].head != s->res[x].tail) {
+			ch[n] = &s->res[x];
+			node[n] = x;
+			kind[n++] = 3;
+		}
+		for (y = 1; y <= s->n; y++) {
+			if (s->msg[y][x].head == s->msg[y][x].tail)
+				continue;
+			ch[n] = &s->msg[y][x];
+			node[n] = x;
+			kind[n++] = 4;
+		}
+	}
+	if (!n)
+		return false;
+	s->steps++;
+	pick = prandom_u32_state(&s->rnd) % n;
+	x = node[pick];
+	switch (kind[pick]) {
+	case 0:
+		if (s->q[x].state == KDSM_Q_IDLE) {
+			KUNIT_EXPECT_EQ(s->test, kdsm_q_acquire(&s->q[x]), 0);
+		} else if (s->q[x].state == KDSM_Q_HELD &&
+			   prandom_u32_state(&s->rnd) % 8) {
+			KUNIT_EXPECT_EQ(s->test, kdsm_q_release(&s->q[x]), 0);
+		} else if (prandom_u32_state(&s->rnd) % 64 == 0) {
+			kdsm_q_abandon(&s->q[x]);	/* killed */
+			s->abandons++;
+		}
+		break;
+	case 1:
+		act = kdsm_q_action(&s->geo[x], &s->q[x], &a);
+		if (act == KDSM_QA_CAS)
+			kdsm_qsim_push(s, &s->cas[x], (struct kdsm_qsim_item){
+				.type = KDSM_QA_CAS, .a = a.cmp, .b = a.swap });
+		else
+			kdsm_qsim_push(s, &s->msg[x][a.to],
+				       (struct kdsm_qsim_item){ .type = act });
+		kdsm_q_performed(&s->q[x], act);
+		break;
+	case 2:		/* the word, atomically */
+		it = kdsm_qsim_pop(ch[pick]);
+		kdsm_qsim_push(s, &s->res[x], (struct kdsm_qsim_item){
+			.a = s->word });
+		if (s->word == it.a)
+			s->word = it.b;
+		break;
+	case 3:
+		it = kdsm_qsim_pop(ch[pick]);
+		kdsm_qsim_ret(s, kdsm_q_cas_result(&s->geo[x], &s->q[x], it.a));
+		break;
+	default:
+		y = (ch[pick] - &s->msg[0][x]) / ARRAY_SIZE(s->msg[0]);
+		it = kdsm_qsim_pop(ch[pick]);
+		if (it.type == KDSM_QA_NEXT)
+			kdsm_qsim_ret(s, kdsm_q_next(&s->geo[x], &s->q[x], y));
+		else
+			kdsm_qsim_ret(s, kdsm_q_pass(&s->q[x], y));
+		break;
+	}
+	for (n = 0, x = 1; x <= s->n; x++)
+		n += s->q[x].state == KDSM_Q_HELD;
+	s->overlaps += n > 1;
+	return true;
+}
+
+static void kdsm_qlock_sim(struct kunit *test)
+{
+	struct kdsm_qsim *s;
+	u64 seed;
+	u32 i;
+	u8 n, x;
+
+	s = kunit_kzalloc(test, sizeof(*s), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, s);
+	for (n = 2; n <= KDSM_QSIM_NODES; n++) {
+		for (seed = 1; seed <= 30; seed++) {
+			memset(s, 0, sizeof(*s));
+			s->test = test;
+			s->n = n;
+			s->busy = true;
+			prandom_seed_state(&s->rnd, seed * 131 + n);
+			for (x = 1; x <= n; x++)
+				s->geo[x] = (struct kdsm_geo){ .self = x,
+							       .nnodes = n,
+							       .npages = 1 };
+			for (i = 0; i < 6000; i++)
+				kdsm_qsim_step(s);
+			s->busy = false;	/* holders release, all drain */
+			for (i = 0; i < 100000 && kdsm_qsim_step(s); i++)
+				;
+			KUNIT_EXPECT_EQ_MSG(test, s->refused, 0,
+					    "%u nodes, seed %llu", n, seed);
+			KUNIT_EXPECT_EQ_MSG(test, s->overlaps, 0,
+					    "%u nodes, seed %llu", n, seed);
+			KUNIT_EXPECT_EQ(test, s->word, 0);
+			for (x = 1; x <= n; x++)
+				KUNIT_EXPECT_EQ_MSG(test, s->q[x].state,
+						    KDSM_Q_IDLE, "node %u", x);
+			/* the run did contend: grants, retries, deaths */
+			KUNIT_EXPECT_GT(test, s->grants, 100U);
+			KUNIT_EXPECT_GT(test, s->retries, 0U);
+			KUNIT_EXPECT_GT(test, s->abandons, 0U);
+		}
+	}
+}
+
 /* The checker catches a home that lets a reader fetch from an RW owner. */
 static void kdsm_sim_catches_bad_fetch(struct kunit *test)
 {
@@ -728,6 +1079,10 @@ static struct kunit_case kdsm_proto_cases[] = {
 	KUNIT_CASE(kdsm_sim_coherent),
 	KUNIT_CASE(kdsm_sim_catches_weakened),
 	KUNIT_CASE(kdsm_sim_catches_bad_fetch),
+	KUNIT_CASE(kdsm_qlock_validation),
+	KUNIT_CASE(kdsm_qlock_word),
+	KUNIT_CASE(kdsm_qlock_transitions),
+	KUNIT_CASE(kdsm_qlock_sim),
 	{}
 };
 

@@ -9,7 +9,9 @@ application, IRIW, and a guest killed mid-run, which the survivors must
 report within the bound, and messages per fault kind against the
 designed table.  `kdsm8`: eight nodes.  Guests have two vCPUs, so the two-thread runs
 are parallel inside a node.  `kdsm-debug` runs the litmus, stress and
-lock cases on the debug kernel."""
+lock cases on the debug kernel.  The lock stress and corner cases run on
+the queue lock (--kind atomic) too: in kdsm-6.1 on 2 and 4 nodes, in
+kdsm-debug the stress test."""
 import re
 import time
 
@@ -134,7 +136,7 @@ def suite_kdsm_debug(res):
                       all("rc=0" in o for _, o in outs),
                       "\n".join(o for _, o in outs))
             litmus_checks(res, name, c.nodes, iters=200, counter=100,
-                          pages=("",))
+                          pages=("",), atomic=True)
             lock_checks(res, name, c.nodes, races=100)
             leave(res, name, c.nodes, and_unload=False)
             leaks = kmemleak_report(c.nodes[0])
@@ -269,7 +271,9 @@ def app_checks(res, suite, nodes, threads):
 
 
 def litmus_checks(res, suite, nodes, iters=1000, counter=500,
-                  pages=("", " --same-page")):
+                  pages=("", " --same-page"), atomic=False):
+    """The SC litmus tests and the lock stress test; @atomic: the stress
+    test on the queue lock too."""
     for test in ("sb", "mp", "lb"):
         for same in pages:
             _spmd_check(res, suite, nodes, f"litmus {test}"
@@ -281,6 +285,33 @@ def litmus_checks(res, suite, nodes, iters=1000, counter=500,
                 f"{counter} increments, counter exact",
                 f"{LITMUS} --test counter --threads 2 --iters {counter}",
                 rf"counter {4 * counter} of {4 * counter}, 0 slots wrong")
+    if atomic:
+        atomic_stress_check(res, suite, nodes, counter)
+
+
+def atomic_stress_check(res, suite, nodes, iters, threads=2):
+    """The lock stress test on the queue lock (lock 7: its word at node
+    7 % N + 1): the counter exact, and node 1's counters show queue-lock
+    acquisitions and RDMA atomics, and no malformed message."""
+    total = len(nodes) * threads * iters
+    runs = _spmd_check(res, suite, nodes, f"queue lock (--kind atomic) "
+                       f"stress: {len(nodes)} nodes x {threads} threads x "
+                       f"{iters} increments, counter exact",
+                       f"{LITMUS} --test counter --kind atomic --threads "
+                       f"{threads} --iters {iters}",
+                       rf"counter \(atomic lock\): .* counter {total} of "
+                       rf"{total}, 0 slots wrong")
+    if not all(rc == 0 for _, rc, _ in runs):
+        return
+    r = nodes[0].run(f"{CTL} status --stats", timeout=30)
+    stats = dict(re.findall(r"^\s*(\w+)\s+(\d+)\s*$", r.out, re.M))
+    res.check(suite, f"queue lock stress on {len(nodes)} nodes: node 1 "
+              "counted queue-lock acquisitions and RDMA atomics, no "
+              "malformed message",
+              int(stats.get("atomic_locks", 0)) >= threads * iters and
+              int(stats.get("atomic_ops", 0)) > 0 and
+              stats.get("malformed") == "0" and "state ready" in r.out,
+              r.out)
 
 
 def _running(nodes, cmd):
@@ -385,10 +416,12 @@ def kdsm_checks(res, suite, c, full=True):
               "\n".join(f"{n.name}: {o}" for n, o in outs))
     for threads in (1, 2):
         app_checks(res, suite, pair, threads)
-    litmus_checks(res, suite, pair, pages=("", " --same-page") if full else
-                  ("",))
+    # kdsm-6.12 (CI's time): fewer iterations of the same tests
+    litmus_checks(res, suite, pair, iters=1000 if full else 500,
+                  pages=("", " --same-page") if full else ("",), atomic=full)
     if full:
         lock_checks(res, suite, pair)
+        lock_checks(res, suite, pair, races=100, kind="atomic")
     r = pair[0].run(f"{CTL} status --stats; cat /sys/kernel/debug/kdsm/"
                     "node1/stats | grep -E 'malformed|events'", timeout=30)
     res.check(suite, "no malformed messages, counters in netlink and "
@@ -413,6 +446,7 @@ def kdsm_checks(res, suite, c, full=True):
     if not full:
         leave(res, suite, four)
         return
+    atomic_stress_check(res, suite, four, 200)
     for same in ("", " --same-page"):
         _spmd_check(res, suite, four, f"litmus iriw{' (one page)' if same else ''}"
                     ": 0 violations of SC in 500 iterations on 4 nodes",
@@ -453,35 +487,51 @@ def fetch_checks(res, suite, four):
 LITMUS = "/kvlab/bin/kdsm-litmus"
 
 
-def lock_checks(res, suite, nodes, races=300):
+def lock_checks(res, suite, nodes, races=300, kind="kernel"):
     """Locks survive a waiter killed at its own node's manager, and two
     threads racing to unlock (review findings 4 and 8).  Lock 1's manager
-    is node 2 (id % 2 + 1), lock 0's node 1."""
+    is node 2 (id % 2 + 1), lock 0's node 1.  @kind "atomic": the queue
+    lock, whose manager's own compare-and-swap goes through its helper
+    (the other node), so the killed waiter is tried at the manager (lock
+    1) and at the other node (lock 0)."""
     n0, n1 = nodes[:2]
-    n0.run(f"{LITMUS} --test hold --lock 1 --hold-ms 8000 > /tmp/hold.out "
-           "2>&1 &", timeout=30)
-    r = n0.run("for i in $(seq 100); do grep -q held /tmp/hold.out && "
-               "break; sleep 0.2; done; cat /tmp/hold.out", timeout=60)
-    killed = n1.run(f"timeout -s KILL 3 {LITMUS} --test take --lock 1; "
-                    "echo rc=$?", timeout=30)
-    done = n0.run("for i in $(seq 100); do grep -q released /tmp/hold.out "
-                  "&& break; sleep 0.2; done; cat /tmp/hold.out", timeout=60)
-    again = n1.run(f"timeout 30 {LITMUS} --test take --lock 1; echo rc=$?",
-                   timeout=60)
-    res.check(suite, "a waiter killed at its own node's lock manager does "
-              "not keep the lock: the next task takes it",
-              "held" in r.out and "rc=137" in killed.out and
-              "released" in done.out and "took lock 1" in again.out and
-              "rc=0" in again.out,
-              f"{r.out}\n--- killed waiter\n{killed.out}\n--- holder\n"
-              f"{done.out}\n--- next\n{again.out}")
+    opt = f" --kind {kind}"
+    for lock in ((1, 0) if kind == "atomic" else (1,)):
+        at = "at its own node's lock manager" if lock == 1 else \
+            "at a node that is not the lock's manager"
+        _killed_waiter_check(res, suite, n0, n1, lock, opt,
+                             f"{kind} lock: a waiter killed {at} does not "
+                             "keep the lock: the next task takes it")
     r = n1.run(f"timeout 300 {LITMUS} --test unlock-race --lock 0 "
-               f"--iters {races}; echo rc=$?; {CTL} status",
+               f"--iters {races}{opt}; echo rc=$?; {CTL} status",
                timeout=330)
-    res.check(suite, "two threads unlocking at once: one succeeds, one "
-              f"gets EPERM, the cluster stays up ({races} rounds)",
+    res.check(suite, f"{kind} lock: two threads unlocking at once: one "
+              f"succeeds, one gets EPERM, the cluster stays up ({races} "
+              "rounds)",
               "0 wrong" in r.out and "rc=0" in r.out and
               "state ready" in r.out, r.out)
+
+
+def _killed_waiter_check(res, suite, holder, waiter, lock, opt, what):
+    """@holder keeps @lock 8 s; a task of @waiter waiting for it is killed
+    after 3 s; once @holder released it, a new task of @waiter takes it."""
+    holder.run(f"{LITMUS} --test hold --lock {lock} --hold-ms 8000{opt} "
+               "> /tmp/hold.out 2>&1 &", timeout=30)
+    r = holder.run("for i in $(seq 100); do grep -q held /tmp/hold.out && "
+                   "break; sleep 0.2; done; cat /tmp/hold.out", timeout=60)
+    killed = waiter.run(f"timeout -s KILL 3 {LITMUS} --test take --lock "
+                        f"{lock}{opt}; echo rc=$?", timeout=30)
+    done = holder.run("for i in $(seq 100); do grep -q released "
+                      "/tmp/hold.out && break; sleep 0.2; done; "
+                      "cat /tmp/hold.out", timeout=60)
+    again = waiter.run(f"timeout 30 {LITMUS} --test take --lock {lock}"
+                       f"{opt}; echo rc=$?", timeout=60)
+    res.check(suite, what,
+              "held" in r.out and "rc=137" in killed.out and
+              "released" in done.out and
+              f"took lock {lock}" in again.out and "rc=0" in again.out,
+              f"{r.out}\n--- killed waiter\n{killed.out}\n--- holder\n"
+              f"{done.out}\n--- next\n{again.out}")
 
 
 def max_pages_check(res, suite, nodes):

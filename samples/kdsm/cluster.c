@@ -236,7 +236,7 @@ static void kdsm_refuse(struct kdsm_cluster *kd, struct kverbs_ep *ep,
 }
 
 static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
-			    u8 shift, u16 nkeys)
+			    u8 shift, u16 nkeys, u8 lock_keys)
 {
 	*h = (struct kdsm_hello){
 		.type = KDSM_HELLO,
@@ -248,18 +248,20 @@ static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
 		.page_shift = PAGE_SHIFT,
 		.extent_shift = shift,
 		.nkeys = cpu_to_be16(nkeys),
+		.lock_keys = lock_keys,
 	};
 }
 
 /*
  * Our HELLO and our region's keys for peer @p, in order: one key per
- * extent of the grant (kverbs_grant_extent()).  Sent from greet_work, not
+ * extent of the grant (kverbs_grant_extent()), then the key of our lock
+ * words if we could grant them (@lg; HELLO says).  Sent from greet_work, not
  * from ->connected(): kvmsg returns no credits on an endpoint until its
  * ->connected() returned, at either end, so a region with more extents
  * than send buffers would wait there for ever.
  */
 static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p,
-		      struct kverbs_grant *g, u32 conn)
+		      struct kverbs_grant *g, struct kverbs_grant *lg, u32 conn)
 {
 	u64 ext = kverbs_grant_extent(g);
 	u64 len = (u64)kd->geo.npages << PAGE_SHIFT;
@@ -271,10 +273,13 @@ static int kdsm_greet(struct kdsm_cluster *kd, struct kdsm_peer *p,
 
 	if (nkeys > U16_MAX)		/* kdsm_hello.nkeys */
 		return -E2BIG;
-	kdsm_hello_fill(kd, &h, ilog2(ext), nkeys);
+	kdsm_hello_fill(kd, &h, ilog2(ext), nkeys, lg ? 1 : 0);
 	ret = kdsm_xmit_on(kd, p->node, &conn, &h);
-	for (i = 0; !ret && i < nkeys; i++) {
-		ret = kverbs_grant_remote(g, i * ext, PAGE_SIZE, &rem);
+	for (i = 0; !ret && i < nkeys + (lg ? 1 : 0); i++) {
+		if (i < nkeys)
+			ret = kverbs_grant_remote(g, i * ext, PAGE_SIZE, &rem);
+		else
+			ret = kdsm_qlock_key(kd, lg, &rem.rkey);
 		if (ret)
 			break;
 		k = (struct kdsm_key){ .type = KDSM_KEY,
@@ -318,6 +323,9 @@ static bool kdsm_peer_restart_locked(struct kdsm_cluster *kd,
 	if (!p->stale)
 		p->stale = p->grant;
 	p->grant = NULL;
+	if (!p->lock_stale)
+		p->lock_stale = p->lock_grant;
+	p->lock_grant = NULL;
 	return true;
 }
 
@@ -327,7 +335,7 @@ static void kdsm_connected(struct kverbs_ep *ep)
 	struct kdsm_peer *p = kverbs_ep_priv(ep);
 	u32 node = kverbs_ep_peer_node(ep);
 	u8 code = KDSM_REFUSE_NODE;
-	struct kverbs_grant *g;
+	struct kverbs_grant *g, *lg;
 	bool replaced;
 	char why[64];
 
@@ -390,11 +398,17 @@ static void kdsm_connected(struct kverbs_ep *ep)
 				  kd->geo.self, p->node, g);
 		return;
 	}
+	lg = kdsm_qlock_grant(kd, ep);	/* NULL: no queue locks here */
 	spin_lock_bh(&kd->lock);
-	if (p->ep == ep)
+	if (p->ep == ep) {
 		p->grant = g;
-	else if (!p->stale)	/* replaced already */
-		p->stale = g;
+		p->lock_grant = lg;
+	} else {		/* replaced already */
+		if (!p->stale)
+			p->stale = g;
+		if (!p->lock_stale)
+			p->lock_stale = lg;
+	}
 	spin_unlock_bh(&kd->lock);
 	queue_work(kdsm_wq, &kd->greet_work);
 	pr_info("node %u connected to node %u\n", kd->geo.self, p->node);
@@ -409,7 +423,7 @@ static void kdsm_greet_work(struct work_struct *w)
 {
 	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
 					       greet_work);
-	struct kverbs_grant *g, *stale;
+	struct kverbs_grant *g, *lg, *stale, *lstale;
 	struct kdsm_peer *p;
 	u32 conn;
 	int ret;
@@ -420,7 +434,10 @@ static void kdsm_greet_work(struct work_struct *w)
 		spin_lock_bh(&kd->lock);
 		stale = p->stale;
 		p->stale = NULL;
+		lstale = p->lock_stale;
+		p->lock_stale = NULL;
 		g = p->grant;
+		lg = p->lock_grant;
 		conn = p->conn;
 		if (!g || p->greeting || !kdsm_live(kd))
 			g = NULL;
@@ -429,9 +446,11 @@ static void kdsm_greet_work(struct work_struct *w)
 		spin_unlock_bh(&kd->lock);
 		if (stale)
 			kverbs_grant_revoke(stale);
+		if (lstale)
+			kverbs_grant_revoke(lstale);
 		if (!g)
 			continue;
-		ret = kdsm_greet(kd, p, g, conn);
+		ret = kdsm_greet(kd, p, g, lg, conn);
 		/*
 		 * Our own errors fail the cluster; an endpoint's (it is going
 		 * down) are ->disconnected()'s to judge: a forming cluster
@@ -546,7 +565,8 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 			 be32_to_cpu(h->options), kd->options);
 	} else if (h->extent_shift < PAGE_SHIFT || h->extent_shift > 40 ||
 		   nkeys != DIV_ROUND_UP_ULL((u64)npages << PAGE_SHIFT,
-					     1ULL << h->extent_shift)) {
+					     1ULL << h->extent_shift) ||
+		   h->lock_keys > 1) {
 		return -EPROTO;
 	}
 	if (code) {
@@ -571,7 +591,8 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	}
 	p->rkeys = keys;
 	p->rkey_shift = h->extent_shift;
-	p->nkeys_want = nkeys;
+	p->nkeys_region = nkeys;
+	p->nkeys_want = nkeys + h->lock_keys;
 	p->hello = true;
 	spin_unlock_bh(&kd->lock);
 	return 0;
@@ -589,7 +610,13 @@ static int kdsm_key_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 		spin_unlock_bh(&kd->lock);
 		return 0;
 	}
-	p->rkeys[p->nkeys++] = be32_to_cpu(k->rkey);
+	if (p->nkeys < p->nkeys_region) {
+		p->rkeys[p->nkeys] = be32_to_cpu(k->rkey);
+	} else {			/* the last: its lock words */
+		p->lock_rkey = be32_to_cpu(k->rkey);
+		p->lock_keyed = true;
+	}
+	p->nkeys++;
 	if (kdsm_keys_complete(kd))
 		wake_up_all(&kd->state_wq);
 	spin_unlock_bh(&kd->lock);
@@ -653,6 +680,8 @@ static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	}
 	if (!kdsm_peer_keyed(p))
 		return -EPROTO;
+	if (type >= KDSM_QL_NEXT)
+		return kdsm_qlock_recv(kd, p->node, s);
 	return kdsm_sync_recv(kd, p->node, s, ctx);
 }
 
@@ -1081,6 +1110,9 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	ret = PTR_ERR_OR_ZERO(kd->kr);
 	if (ret)
 		goto out_dom;
+	ret = kdsm_qlock_init(kd);
+	if (ret)
+		goto out_kr;
 	if (geo->self < geo->nnodes) {
 		kd->listener = kverbs_listen(kd->dom, (struct sockaddr *)
 					     &kd->peers[geo->self].addr);
@@ -1102,6 +1134,7 @@ out_listener:
 	if (kd->listener)
 		kverbs_listener_destroy(kd->listener);
 out_kr:
+	kdsm_qlock_free(kd);
 	kverbs_region_destroy(kd->kr);
 out_dom:
 	kverbs_domain_destroy(kd->dom);
@@ -1127,6 +1160,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 	cancel_work_sync(&kd->dial_work);
 	cancel_work_sync(&kd->greet_work);
 	cancel_delayed_work_sync(&kd->ping_work);
+	cancel_work_sync(&kd->ql_work);	/* queued only while live */
 	flush_work(&kd->fail_work);	/* sync waiters woken */
 	debugfs_remove_recursive(kd->debugfs);
 	if (kd->listener)
@@ -1137,6 +1171,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 	kverbs_domain_destroy(kd->dom);	/* every ->disconnected ran */
 	cancel_work_sync(&kd->greet_work);	/* a late ->connected's */
 	kdsm_engine_drain(kd);
+	kdsm_qlock_free(kd);		/* no atomic in flight: endpoints gone */
 	kverbs_region_destroy(kd->kr);
 	kvmem_region_destroy(kd->vr);
 	kdsm_cluster_free(kd);

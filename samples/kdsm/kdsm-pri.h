@@ -41,28 +41,6 @@
 #define KDSM_JOIN_MS		60000	/* default formation deadline */
 #define KDSM_PING_MS		1000	/* heartbeat to every peer */
 
-/*
- * Control messages share the wire's first byte (the type) with the
- * protocol's (proto.h), numbered above them; all are KDSM_MSG_LEN bytes.
- */
-enum kdsm_ctl_type {
-	KDSM_HELLO = KDSM_WIRE_CTL_FIRST,	/* geometry, once per connection */
-	KDSM_KEY,		/* one rkey of the sender's region */
-	KDSM_READY,		/* the sender holds every peer's keys */
-	KDSM_PING,		/* heartbeat: makes a dead peer's RC fail */
-	KDSM_REFUSE,		/* the sender refuses this peer: @code */
-	KDSM_ABORT,		/* the sender lost node @node: cluster fails */
-	KDSM_LOCK_REQ,		/* to lock @id's manager */
-	KDSM_LOCK_GRANT,	/* from it */
-	KDSM_UNLOCK,		/* to it */
-	KDSM_BAR_ENTER,		/* to node 1: barrier @gen */
-	KDSM_BAR_GO,		/* from node 1 to all */
-	KDSM_CTL_END,
-};
-
-static_assert((int)KDSM_MSG_TYPES <= (int)KDSM_HELLO);
-static_assert(KDSM_CTL_END <= 32);	/* KDSM_STAT_MSG_TYPE has 32 slots */
-
 struct kdsm_hello {
 	u8 type;
 	u8 version;
@@ -73,7 +51,8 @@ struct kdsm_hello {
 	u8 page_shift;
 	u8 extent_shift;
 	__be16 nkeys;
-	u8 reserved[16];
+	u8 lock_keys;		/* 1: a KEY of our lock words follows; 0: none */
+	u8 reserved[15];
 };
 
 struct kdsm_key {
@@ -84,20 +63,8 @@ struct kdsm_key {
 	u8 reserved[20];
 };
 
-/* Every other control message. */
-struct kdsm_sig {
-	u8 type;
-	u8 code;
-	u8 node;
-	u8 reserved0;
-	__be32 id;		/* lock */
-	__be32 gen;		/* barrier generation */
-	u8 reserved[20];
-};
-
 static_assert(sizeof(struct kdsm_hello) == KDSM_MSG_LEN);
 static_assert(sizeof(struct kdsm_key) == KDSM_MSG_LEN);
-static_assert(sizeof(struct kdsm_sig) == KDSM_MSG_LEN);
 
 /* kdsm_sig.code of KDSM_REFUSE */
 enum kdsm_refusal {
@@ -127,9 +94,14 @@ struct kdsm_peer {
 	struct kverbs_grant *grant;	/* our region, to it */
 	struct kverbs_grant *stale;	/* a dropped connection's, to revoke */
 	u32 *rkeys;		/* its region's keys, one per extent */
+	u32 nkeys_region;	/* of @nkeys_want: the region's */
+	bool lock_keyed;	/* @lock_rkey arrived */
+	u32 lock_rkey;		/* its lock words (qlock.c) */
+	struct kverbs_grant *lock_grant;	/* our lock words, to it */
+	struct kverbs_grant *lock_stale;	/* a dropped connection's */
 };
 
-/* This node holds every key of @p's region: page traffic may flow. */
+/* This node holds every key @p announced: page traffic may flow. */
 static inline bool kdsm_peer_keyed(const struct kdsm_peer *p)
 {
 	return p->hello && p->nkeys == p->nkeys_want;
@@ -189,6 +161,26 @@ struct kdsm_lockmgr {
 	u8 q[KDSM_MAX_NODES];
 };
 
+/*
+ * The queue lock at this node (qlock.c).  @q: this node's place in lock
+ * @id's queue.  As the helper of node @id % nnodes + 1 (the lock's
+ * manager), @px_*: the one CAS on its word that it asked us for: POST it,
+ * BUSY in flight, REPLY the tail it held (@px_old, or @px_code).
+ */
+struct kdsm_ql {
+	struct kdsm_cluster *kd;
+	struct kdsm_qlock q;
+	int err;		/* for the waiting task: -EOPNOTSUPP */
+	u8 px_state;
+	u8 px_cmp;
+	u8 px_swap;
+	u8 px_old;
+	u8 px_code;
+};
+
+/* CAS results, one u64 per lock for our own CAS and one as helper */
+#define KDSM_QL_RES_PAGES	DIV_ROUND_UP(KDSM_MAX_LOCKS * 16, PAGE_SIZE)
+
 struct kdsm_stats {
 	u64 v[__KDSM_STAT_MAX];
 };
@@ -240,6 +232,16 @@ struct kdsm_cluster {
 	u32 mgr_gen;			/* node 1: barriers completed */
 	u8 mgr_entered;			/* node 1: bitmap of the current one */
 
+	/* the queue lock (qlock.c), under @lock */
+	struct kdsm_ql *ql;			/* KDSM_MAX_LOCKS */
+	struct page *ql_word_page;		/* words of the locks we manage */
+	struct page *ql_res_pages[KDSM_QL_RES_PAGES];
+	struct kverbs_region *ql_words;		/* granted: remote atomic */
+	struct kverbs_region *ql_res;		/* CAS results; never granted */
+	unsigned long *ql_todo;			/* locks whose action waits */
+	unsigned long *ql_px_todo;		/* helper CASes whose action waits */
+	struct work_struct ql_work;
+
 	wait_queue_head_t state_wq;	/* READY or FAILED */
 	struct kdsm_stats __percpu *stats;
 	struct dentry *debugfs;
@@ -290,6 +292,17 @@ int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
 int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		       unsigned long arg, void *priv);
+
+/* qlock.c */
+int kdsm_qlock_init(struct kdsm_cluster *kd);
+void kdsm_qlock_free(struct kdsm_cluster *kd);
+struct kverbs_grant *kdsm_qlock_grant(struct kdsm_cluster *kd,
+				      struct kverbs_ep *ep);
+int kdsm_qlock_key(struct kdsm_cluster *kd, struct kverbs_grant *g, u32 *rkey);
+bool kdsm_qlock_busy(struct kdsm_cluster *kd, u32 id);
+int kdsm_qlock_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
+long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id);
+long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id);
 
 /* stats.c */
 static inline void kdsm_count(struct kdsm_cluster *kd, unsigned int stat,

@@ -143,4 +143,124 @@ int kdsm_page_event(const struct kdsm_geo *g, struct kdsm_page *pg,
 		    u32 page, u8 from, const struct kdsm_msg *m,
 		    struct kdsm_act *acts);
 
+/*
+ * Control messages share the wire's first byte (the type) with the
+ * protocol's, numbered above them; all are KDSM_MSG_LEN bytes.  The
+ * setup messages are in kdsm-pri.h; every other one is a struct kdsm_sig.
+ */
+enum kdsm_ctl_type {
+	KDSM_HELLO = KDSM_WIRE_CTL_FIRST,	/* geometry, once per connection */
+	KDSM_KEY,		/* one rkey of the sender's region */
+	KDSM_READY,		/* the sender holds every peer's keys */
+	KDSM_PING,		/* heartbeat: makes a dead peer's RC fail */
+	KDSM_REFUSE,		/* the sender refuses this peer: @code */
+	KDSM_ABORT,		/* the sender lost node @node: cluster fails */
+	KDSM_LOCK_REQ,		/* to lock @id's manager */
+	KDSM_LOCK_GRANT,	/* from it */
+	KDSM_UNLOCK,		/* to it */
+	KDSM_BAR_ENTER,		/* to node 1: barrier @gen */
+	KDSM_BAR_GO,		/* from node 1 to all */
+	/* the queue lock (qlock.c): see kdsm_q_check() */
+	KDSM_QL_NEXT,		/* to the predecessor: the sender follows it */
+	KDSM_QL_PASS,		/* to the successor: the lock is yours */
+	KDSM_QL_CAS,		/* manager to its helper: CAS my word @code -> @node */
+	KDSM_QL_CAS_DONE,	/* helper to manager: it held @node (@code: refused) */
+	KDSM_CTL_END,
+};
+
+static_assert((int)KDSM_MSG_TYPES <= (int)KDSM_HELLO);
+static_assert(KDSM_CTL_END <= 32);	/* KDSM_STAT_MSG_TYPE has 32 slots */
+
+/* Every control message but HELLO and KEY. */
+struct kdsm_sig {
+	u8 type;
+	u8 code;
+	u8 node;
+	u8 reserved0;
+	__be32 id;		/* lock */
+	__be32 gen;		/* barrier generation */
+	u8 reserved[20];
+};
+
+static_assert(sizeof(struct kdsm_sig) == KDSM_MSG_LEN);
+
+/* KDSM_QL_CAS_DONE's @code */
+#define KDSM_QL_NO_ATOMICS	1	/* the helper's device has no atomics */
+
+/* Lock @id's manager: the kernel lock's queue, the queue lock's word */
+static inline u8 kdsm_lock_mgr_of(const struct kdsm_geo *g, u32 id)
+{
+	return id % g->nnodes + 1;
+}
+
+/*
+ * The queue lock at one node (qproto.c; Documentation/kdsm-design.rst,
+ * "The queue lock").  The lock's word at its manager holds the queue's
+ * tail, a node id, 0 when free; only RDMA compare-and-swap touches it.
+ * @state: enum kdsm_qstate.  @guess: SWAP's expected tail.  @pred: the
+ * node whose PASS a WAIT expects.  @succ: the node whose NEXT arrived (0:
+ * none yet); it is owed the lock.  @cas_busy: a CAS of ours on the word is
+ * in flight; its result is an event.  @abandoned: the waiting task died:
+ * the lock is passed on as soon as it comes.
+ */
+struct kdsm_qlock {
+	u8 state;
+	u8 guess;
+	u8 pred;
+	u8 succ;
+	bool cas_busy;
+	bool abandoned;
+};
+
+/*
+ * IDLE: not in the queue.  SWAP: swapping itself in as the tail (CAS
+ * @guess -> self).  LINK: it is in, behind @pred: NEXT is due.  WAIT: for
+ * @pred's PASS.  HELD: a task holds it.  FREE: released, no successor
+ * known: CAS self -> 0 is due or in flight.  HANDOFF: that CAS found a
+ * successor; its NEXT is on the way.  PASS: PASS to @succ is due.
+ */
+enum kdsm_qstate {
+	KDSM_Q_IDLE,
+	KDSM_Q_SWAP,
+	KDSM_Q_LINK,
+	KDSM_Q_WAIT,
+	KDSM_Q_HELD,
+	KDSM_Q_FREE,
+	KDSM_Q_HANDOFF,
+	KDSM_Q_PASS,
+};
+
+/* What the effector must do next for a lock: kdsm_q_action(). */
+enum kdsm_qact {
+	KDSM_QA_NONE,
+	KDSM_QA_CAS,		/* compare-and-swap the word: @cmp -> @swap */
+	KDSM_QA_NEXT,		/* send KDSM_QL_NEXT to @to */
+	KDSM_QA_PASS,		/* send KDSM_QL_PASS to @to */
+};
+
+struct kdsm_qact_arg {
+	u8 cmp;
+	u8 swap;
+	u8 to;
+};
+
+/* kdsm_q_*() results besides 0 and -errno: what the effector counts */
+#define KDSM_Q_GRANTED		0x1	/* a live waiter got the lock */
+#define KDSM_Q_RETRY		0x2	/* the CAS found another tail: again */
+
+u8 kdsm_q_helper(const struct kdsm_geo *g, u8 node);
+int kdsm_q_check(const struct kdsm_geo *g, const struct kdsm_sig *s, u8 from);
+int kdsm_q_word(const struct kdsm_geo *g, u64 raw);
+bool kdsm_q_busy(const struct kdsm_qlock *q);
+int kdsm_q_acquire(struct kdsm_qlock *q);
+int kdsm_q_release(struct kdsm_qlock *q);
+void kdsm_q_abandon(struct kdsm_qlock *q);
+int kdsm_q_action(const struct kdsm_geo *g, const struct kdsm_qlock *q,
+		  struct kdsm_qact_arg *a);
+void kdsm_q_performed(struct kdsm_qlock *q, int act);
+void kdsm_q_unsupported(struct kdsm_qlock *q);
+int kdsm_q_cas_result(const struct kdsm_geo *g, struct kdsm_qlock *q, u8 old);
+int kdsm_q_next(const struct kdsm_geo *g, struct kdsm_qlock *q, u8 from);
+int kdsm_q_pass(struct kdsm_qlock *q, u8 from);
+
 #endif /* _KDSM_PROTO_H */

@@ -31,6 +31,16 @@ static const char *const kdsm_stat_names[KDSM_STAT_FAULT_HIST] = {
 	[KDSM_STAT_FAULT_NS] = "fault_ns",
 };
 
+/* The counters after the per-type ones */
+static const char *const kdsm_stat_names2[] = {
+	[KDSM_STAT_ATOMIC_LOCKS - KDSM_STAT_ATOMIC_LOCKS] = "atomic_locks",
+	[KDSM_STAT_ATOMIC_OPS - KDSM_STAT_ATOMIC_LOCKS] = "atomic_ops",
+	[KDSM_STAT_CAS_RETRIES - KDSM_STAT_ATOMIC_LOCKS] = "cas_retries",
+};
+
+static_assert(ARRAY_SIZE(kdsm_stat_names2) ==
+	      __KDSM_STAT_MAX - KDSM_STAT_ATOMIC_LOCKS);
+
 /* Wire types, for the per-type message counters */
 static const char *const kdsm_type_names[32] = {
 	[KDSM_READ_REQ] = "read_req", [KDSM_WRITE_REQ] = "write_req",
@@ -42,7 +52,9 @@ static const char *const kdsm_type_names[32] = {
 	[KDSM_REFUSE] = "refuse", [KDSM_ABORT] = "abort",
 	[KDSM_LOCK_REQ] = "lock_req", [KDSM_LOCK_GRANT] = "lock_grant",
 	[KDSM_UNLOCK] = "unlock", [KDSM_BAR_ENTER] = "bar_enter",
-	[KDSM_BAR_GO] = "bar_go",
+	[KDSM_BAR_GO] = "bar_go", [KDSM_QL_NEXT] = "ql_next",
+	[KDSM_QL_PASS] = "ql_pass", [KDSM_QL_CAS] = "ql_cas",
+	[KDSM_QL_CAS_DONE] = "ql_cas_done",
 };
 
 /**
@@ -109,6 +121,9 @@ static int kdsm_stats_show(struct seq_file *m, void *unused)
 	kdsm_stats_sum(kd, v);
 	for (i = 1; i < KDSM_STAT_FAULT_HIST; i++)
 		seq_printf(m, "%s %llu\n", kdsm_stat_names[i], v[i]);
+	for (i = KDSM_STAT_ATOMIC_LOCKS; i < __KDSM_STAT_MAX; i++)
+		seq_printf(m, "%s %llu\n",
+			   kdsm_stat_names2[i - KDSM_STAT_ATOMIC_LOCKS], v[i]);
 	for (i = 0; i < KDSM_HIST_BUCKETS; i++)
 		seq_printf(m, "fault_us_%u %llu\n", 1U << i,
 			   v[KDSM_STAT_FAULT_HIST + i]);

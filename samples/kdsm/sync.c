@@ -8,7 +8,10 @@
  * serialises its own threads on a lock first, and a second task asking
  * for a lock its node waits for or holds gets -EBUSY.  A task killed
  * while waiting leaves its request queued; the grant, when it comes, is
- * handed straight back.
+ * handed straight back.  This is the default kind of lock;
+ * KDSM_LOCK_ATOMIC asks for the queue lock of qlock.c instead.  A node
+ * uses an id as one kind at a time: asking for the other kind meanwhile
+ * is -EBUSY too.
  *
  * A barrier is a generation: node 1 collects BAR_ENTER of generation g
  * from every node (itself included) and sends BAR_GO g to all.  One task
@@ -377,7 +380,7 @@ static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id)
 	struct kvmsg_buf *b;
 	int ret;
 
-	if (lw->waiting || lw->held)
+	if (lw->waiting || lw->held || kdsm_qlock_busy(kd, id))
 		return -EBUSY;
 	lw->waiting = true;
 	if (mgr == kd->geo.self) {
@@ -478,10 +481,11 @@ static int kdsm_barrier(struct kdsm_cluster *kd)
  * @priv: the cluster
  *
  * Context: the calling task; may sleep (killable).
- * Return: 0; -EINVAL (bad id or reserved field), -EFAULT, -EBUSY
- * (another task of this node waits for the lock or the barrier, or holds
- * the lock), -EPERM (unlock of a lock not held), -EHOSTDOWN (the cluster
- * failed), -EINTR, -ENOTTY.
+ * Return: 0; -EINVAL (bad id or unknown flag), -EFAULT, -EBUSY (another
+ * task of this node waits for the lock or the barrier, or holds the lock,
+ * as either kind), -EPERM (unlock of a lock not held as that kind),
+ * -EOPNOTSUPP (a queue lock without atomics on the way), -EHOSTDOWN (the
+ * cluster failed), -EINTR, -ENOTTY.
  */
 long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		       unsigned long arg, void *priv)
@@ -494,8 +498,11 @@ long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 	case KDSM_IOC_UNLOCK:
 		if (copy_from_user(&la, (void __user *)arg, sizeof(la)))
 			return -EFAULT;
-		if (la.reserved || la.id >= KDSM_MAX_LOCKS)
+		if ((la.flags & ~KDSM_LOCK_FLAGS) || la.id >= KDSM_MAX_LOCKS)
 			return -EINVAL;
+		if (la.flags & KDSM_LOCK_ATOMIC)
+			return cmd == KDSM_IOC_LOCK ? kdsm_qlock_lock(kd, la.id) :
+			       kdsm_qlock_unlock(kd, la.id);
 		if (cmd == KDSM_IOC_LOCK)
 			return kdsm_lock(kd, la.id);
 		return kdsm_unlock(kd, la.id);

@@ -148,6 +148,20 @@ const char *status::state_name(unsigned s)
     return "?";
 }
 
+lock_kind parse_lock_kind(const std::string &s)
+{
+    if (s == "kernel")
+        return lock_kind::kernel;
+    if (s == "atomic")
+        return lock_kind::atomic;
+    throw error(EINVAL, "lock kind " + s + ": kernel or atomic");
+}
+
+const char *lock_kind_name(lock_kind k)
+{
+    return k == lock_kind::atomic ? "atomic" : "kernel";
+}
+
 std::map<std::string, std::uint64_t> named_stats(const status &s)
 {
     static const char *const names[] = {
@@ -163,6 +177,10 @@ std::map<std::string, std::uint64_t> named_stats(const status &s)
         out[names[i]] = s.stat(i);
     for (unsigned i = 0; i < KDSM_HIST_BUCKETS; i++)
         out["fault_us_" + std::to_string(1u << i)] = s.stat(KDSM_STAT_FAULT_HIST + i);
+    static const char *const more[] = {"atomic_locks", "atomic_ops", "cas_retries"};
+    static_assert(std::size(more) == __KDSM_STAT_MAX - KDSM_STAT_ATOMIC_LOCKS);
+    for (unsigned i = 0; i < std::size(more); i++)
+        out[more[i]] = s.stat(KDSM_STAT_ATOMIC_LOCKS + i);
     return out;
 }
 
@@ -376,18 +394,29 @@ void *attachment::allocate(std::size_t n, std::size_t align, bool page_aligned)
     return base_ + at;
 }
 
-void attachment::lock(std::uint32_t id)
+namespace {
+
+kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind)
 {
-    kdsm_lock_arg a{id, 0};
-    if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0)
-        throw error(errno, "lock " + std::to_string(id));
+    return kdsm_lock_arg{id, kind == lock_kind::atomic ? std::uint32_t(KDSM_LOCK_ATOMIC) : 0};
 }
 
-void attachment::unlock(std::uint32_t id)
+}  // namespace
+
+void attachment::lock(std::uint32_t id, lock_kind kind)
 {
-    kdsm_lock_arg a{id, 0};
+    kdsm_lock_arg a = lock_arg(id, kind);
+    if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0)
+        throw error(errno, std::string("lock ") + std::to_string(id) + " (" +
+                               lock_kind_name(kind) + ")");
+}
+
+void attachment::unlock(std::uint32_t id, lock_kind kind)
+{
+    kdsm_lock_arg a = lock_arg(id, kind);
     if (::ioctl(fd_, KDSM_IOC_UNLOCK, &a) < 0)
-        throw error(errno, "unlock " + std::to_string(id));
+        throw error(errno, std::string("unlock ") + std::to_string(id) + " (" +
+                               lock_kind_name(kind) + ")");
 }
 
 void attachment::barrier_all()
@@ -407,7 +436,7 @@ void mutex::lock()
 {
     local_.lock();
     try {
-        a_.lock(id_);
+        a_.lock(id_, kind_);
     } catch (...) {
         local_.unlock();
         throw;
@@ -417,7 +446,7 @@ void mutex::lock()
 void mutex::unlock() noexcept
 {
     try {
-        a_.unlock(id_);
+        a_.unlock(id_, kind_);
     } catch (const std::exception &e) {
         // Only a failed cluster refuses an unlock (EHOSTDOWN): the data
         // the lock guards is gone with it, so stop rather than go on.

@@ -19,7 +19,7 @@
 #define KDSM_GENL_NAME		"kdsm"
 #define KDSM_GENL_VERSION	1
 /* The wire protocol; peers running another one are refused. */
-#define KDSM_PROTO_VERSION	1
+#define KDSM_PROTO_VERSION	2
 
 #define KDSM_MAX_NODES		8
 #define KDSM_DEFAULT_PORT	18600
@@ -107,7 +107,10 @@ enum kdsm_stat {
 	KDSM_STAT_FAULT_NS,		/* summed fault latency */
 	KDSM_STAT_FAULT_HIST,		/* 16 more: faults by latency, log2 us */
 	KDSM_STAT_MSG_TYPE = KDSM_STAT_FAULT_HIST + 16,	/* 32 more: by type */
-	__KDSM_STAT_MAX = KDSM_STAT_MSG_TYPE + 32,
+	KDSM_STAT_ATOMIC_LOCKS = KDSM_STAT_MSG_TYPE + 32, /* queue-lock acquisitions */
+	KDSM_STAT_ATOMIC_OPS,		/* RDMA atomics issued, as helper too */
+	KDSM_STAT_CAS_RETRIES,		/* a CAS found another tail: again */
+	__KDSM_STAT_MAX,
 };
 
 #define KDSM_HIST_BUCKETS	16	/* [2^i, 2^(i+1)) us; last: beyond */
@@ -140,12 +143,18 @@ struct kdsm_info {
 /**
  * struct kdsm_lock_arg - KDSM_IOC_LOCK and KDSM_IOC_UNLOCK
  * @id: lock, 0..KDSM_MAX_LOCKS - 1
- * @reserved: zero
+ * @flags: KDSM_LOCK_*; 0 is the kernel lock (messages to the lock's
+ *	manager).  A node uses an id as one kind at a time; across nodes
+ *	the two kinds of one id are separate locks.
  */
 struct kdsm_lock_arg {
 	__u32 id;
-	__u32 reserved;
+	__u32 flags;
 };
+
+/* the queue lock on RDMA atomics (Devulapalli and Wyckoff, ICPP'05) */
+#define KDSM_LOCK_ATOMIC	0x1
+#define KDSM_LOCK_FLAGS		0x1
 
 #define KDSM_IOC_MAGIC		0xd5
 /* on /dev/kdsm */

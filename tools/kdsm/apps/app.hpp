@@ -27,6 +27,7 @@ struct options {
     bool expect_violations = false;
     unsigned lock = 1;         // litmus hold/take/unlock-race: the lock id
     unsigned hold_ms = 1000;   // litmus hold: how long
+    kdsm::lock_kind kind = kdsm::lock_kind::kernel;  // litmus lock tests: --kind
 };
 
 inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
@@ -59,6 +60,15 @@ inline options parse(int argc, char **argv, std::size_t size, unsigned iters)
             o.lock = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
         else if (a == "--hold-ms")
             o.hold_ms = static_cast<unsigned>(std::strtoul(next(), nullptr, 0));
+        else if (a == "--kind") {
+            const std::string k = next();
+            try {
+                o.kind = kdsm::parse_lock_kind(k);
+            } catch (const kdsm::error &e) {
+                std::fprintf(stderr, "%s: --kind: %s\n", argv[0], e.what());
+                std::exit(2);
+            }
+        }
         else {
             std::fprintf(stderr, "%s: unknown option %s\n", argv[0], a.c_str());
             std::exit(2);

@@ -21,6 +21,9 @@
 //            --iters times and writes its own slot of one shared page;
 //            the counter and the slots must end exact.
 //
+// The lock tests (counter and the cases below) use the kernel lock, or
+// with --kind atomic the queue lock on RDMA atomics.
+//
 // Lock cases, one node at a time (no collective calls):
 //
 //   hold         take lock --lock, print "held", keep it --hold-ms, give
@@ -59,15 +62,16 @@ int *place(kdsm::attachment &a, int *share)
 int lock_case(kdsm::attachment &dsm, const app::options &o)
 {
     if (o.test == "hold" || o.test == "take") {
-        dsm.lock(o.lock);
-        std::printf("litmus %s: node %u took lock %u\n", o.test.c_str(), dsm.node(), o.lock);
+        dsm.lock(o.lock, o.kind);
+        std::printf("litmus %s: node %u took lock %u (%s)\n", o.test.c_str(), dsm.node(), o.lock,
+                    kdsm::lock_kind_name(o.kind));
         std::fflush(stdout);
         if (o.test == "hold") {
             std::printf("held\n");
             std::fflush(stdout);
             std::this_thread::sleep_for(std::chrono::milliseconds(o.hold_ms));
         }
-        dsm.unlock(o.lock);
+        dsm.unlock(o.lock, o.kind);
         std::printf("released\n");
         return 0;
     }
@@ -75,11 +79,11 @@ int lock_case(kdsm::attachment &dsm, const app::options &o)
     std::barrier sync(2);
     int res[2];
     for (unsigned i = 0; i < o.iters; i++) {
-        dsm.lock(o.lock);
+        dsm.lock(o.lock, o.kind);
         app::run_threads(2, [&](unsigned t) {
             sync.arrive_and_wait();
             try {
-                dsm.unlock(o.lock);
+                dsm.unlock(o.lock, o.kind);
                 res[t] = 0;
             } catch (const kdsm::error &e) {
                 res[t] = e.errnum();
@@ -90,8 +94,8 @@ int lock_case(kdsm::attachment &dsm, const app::options &o)
         if (!one_won && wrong++ < 5)
             std::printf("iteration %u: unlocks returned %d and %d\n", i, res[0], res[1]);
     }
-    std::printf("litmus unlock-race: node %u, %u iterations, %zu wrong\n", dsm.node(),
-                o.iters, wrong);
+    std::printf("litmus unlock-race (%s): node %u, %u iterations, %zu wrong\n",
+                kdsm::lock_kind_name(o.kind), dsm.node(), o.iters, wrong);
     return wrong ? 1 : 0;
 }
 
@@ -129,7 +133,7 @@ int main(int argc, char **argv)
         bool ok = true;
 
         if (o.test == "counter") {
-            kdsm::mutex mu(dsm, 7);
+            kdsm::mutex mu(dsm, 7, o.kind);
             kdsm::barrier bar(dsm, o.threads);
             app::run_threads(o.threads, [&](unsigned t) {
                 const unsigned slot = (me - 1) * 64 + t;
@@ -150,9 +154,9 @@ int main(int argc, char **argv)
                     for (unsigned t = 0; t < o.threads; t++)
                         bad_slots += slots[n * 64 + t] != int(o.iters);
                 violations = std::size_t(want - got) + bad_slots;
-                std::printf("litmus counter: %u nodes x %u threads x %u: counter %ld of %ld, "
-                            "%zu slots wrong\n", dsm.nnodes(), o.threads, o.iters, got, want,
-                            bad_slots);
+                std::printf("litmus counter (%s lock): %u nodes x %u threads x %u: counter %ld "
+                            "of %ld, %zu slots wrong\n", kdsm::lock_kind_name(o.kind),
+                            dsm.nnodes(), o.threads, o.iters, got, want, bad_slots);
             }
         } else if (o.test == "iriw") {
             if (dsm.nnodes() < 4) {

@@ -9,6 +9,8 @@
 //                   collective allocator that places shared arrays at the
 //                   same offset on every node
 //   kdsm::shared_array<T>, kdsm::mutex, kdsm::barrier
+//   kdsm::lock_kind  which lock a mutex is: the kernel lock (messages to
+//                   the lock's manager) or the queue lock on RDMA atomics
 //
 // Errors are kdsm::error: the message and the errno.
 #pragma once
@@ -36,6 +38,15 @@ public:
         : std::system_error(err, std::generic_category(), what) {}
     int errnum() const { return code().value(); }
 };
+
+// Documentation/kdsm.rst, "Locks": how to choose.  A node uses a lock id
+// as one kind at a time (EBUSY); on other nodes the other kind of the same
+// id is another lock.
+enum class lock_kind { kernel, atomic };
+
+// "kernel" or "atomic"; throws kdsm::error (EINVAL) for anything else.
+lock_kind parse_lock_kind(const std::string &s);
+const char *lock_kind_name(lock_kind k);
 
 struct peer {
     unsigned node;
@@ -115,8 +126,8 @@ public:
     // @bytes at @align (a page when @page_aligned); throws when full.
     void *allocate(std::size_t bytes, std::size_t align, bool page_aligned = false);
 
-    void lock(std::uint32_t id);
-    void unlock(std::uint32_t id);
+    void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
+    void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
     status counters();      // KDSM_CMD_GET
 
@@ -153,19 +164,24 @@ private:
 };
 
 // A cluster-wide lock: this node's threads queue locally, then one asks
-// the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node.
+// the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node, for
+// the kernel lock or the queue lock (@kind).  EOPNOTSUPP from lock(): no
+// RDMA atomics on the way to the queue lock's word.
 // lock() throws kdsm::error (the cluster failed, or the task was killed);
 // unlock() cannot fail but in a failed cluster, and then ends the process
 // (exit status 3), as a barrier that cannot complete does.
 class mutex {
 public:
-    mutex(attachment &a, std::uint32_t id) : a_(a), id_(id) {}
+    mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)
+        : a_(a), id_(id), kind_(kind) {}
     void lock();
     void unlock() noexcept;
+    lock_kind kind() const { return kind_; }
 
 private:
     attachment &a_;
     std::uint32_t id_;
+    lock_kind kind_;
     std::mutex local_;
 };
 
