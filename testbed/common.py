@@ -65,7 +65,9 @@ def require_tool(name, package):
 # SystemExit while children live so that path runs too; children run under
 # `setpriv --pdeathsig KILL`, so even a SIGKILLed harness takes them along.
 # (pdeathsig fires when the *thread* that started them ends: spawn and reap
-# in one thread.)  Each child leads its own process group, so killing the
+# in one thread.  It is armed when setpriv runs, not at fork: a harness
+# SIGKILLed in the milliseconds between them leaves the child behind.)
+# Each child leads its own process group, so killing the
 # group also kills whatever it started.
 _LIVE = set()        # process groups (= leader pids) not reaped yet
 _saved_handlers = {}

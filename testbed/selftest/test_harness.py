@@ -42,6 +42,14 @@ def alive(pid):
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
+def comm(pid):
+    """pid's command name, or None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 class HarnessBadInput(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -232,6 +240,13 @@ class GuestProcesses(unittest.TestCase):
         child = None
         try:
             child = int(harness.stdout.readline())
+            # setpriv arms pdeathsig and then execs sleep: killing the
+            # harness before that exec would test nothing (CI once did).
+            deadline = time.monotonic() + 10
+            while comm(child) != "sleep":
+                self.assertLess(time.monotonic(), deadline,
+                                "setpriv never exec'd the child")
+                time.sleep(0.01)
             self.assertTrue(alive(child))
             harness.kill()
             harness.wait(10)
