@@ -834,6 +834,7 @@ static void kdsm_qlock_transitions(struct kunit *test)
 	kdsm_q_performed(&q, KDSM_QA_NEXT);
 	/* the waiter dies; node 3 passes; the lock goes straight to node 1 */
 	kdsm_q_abandon(&q);
+	KUNIT_EXPECT_FALSE(test, kdsm_q_collect(&q));
 	KUNIT_EXPECT_FALSE(test, kdsm_q_busy(&q));
 	KUNIT_EXPECT_EQ(test, kdsm_q_acquire(&q), -EBUSY);
 	KUNIT_EXPECT_EQ(test, kdsm_q_pass(&q, 1), -EPROTO);
@@ -846,6 +847,7 @@ static void kdsm_qlock_transitions(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
 	kdsm_q_performed(&q, kdsm_q_action(&g, &q, &a));
 	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 0), KDSM_Q_GRANTED);
+	KUNIT_EXPECT_TRUE(test, kdsm_q_collect(&q));
 	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), 0);
 	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), -EPERM);
 	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_CAS);
@@ -855,6 +857,45 @@ static void kdsm_qlock_transitions(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 0), -EPROTO);
 	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 2), 0);
 	KUNIT_EXPECT_EQ(test, q.state, KDSM_Q_IDLE);
+}
+
+/*
+ * A waiter takes its own acquire's outcome, never the next one's: review
+ * s9 found a task told "locked" while another task's acquire ran.
+ */
+static void kdsm_qlock_outcome(struct kunit *test)
+{
+	const struct kdsm_geo g = { .self = 2, .nnodes = 3, .npages = 64 };
+	struct kdsm_qlock q = {};
+	struct kdsm_qact_arg a;
+
+	/* A's first CAS cannot be issued: A never got in ... */
+	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
+	KUNIT_ASSERT_EQ(test, kdsm_q_action(&g, &q, &a), KDSM_QA_CAS);
+	KUNIT_ASSERT_EQ(test, kdsm_q_unsupported(&q), 0);
+	KUNIT_EXPECT_TRUE(test, kdsm_q_settled(&q));
+	/* ... and B starts only once A has heard so */
+	KUNIT_EXPECT_EQ(test, kdsm_q_acquire(&q), -EBUSY);
+	KUNIT_EXPECT_TRUE(test, kdsm_q_busy(&q));
+	KUNIT_EXPECT_FALSE(test, kdsm_q_collect(&q));
+	KUNIT_EXPECT_FALSE(test, kdsm_q_busy(&q));
+	KUNIT_EXPECT_EQ(test, kdsm_q_unsupported(&q), -EPROTO);
+	/* A gets it; C of the same node frees it before A wakes: A got it */
+	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
+	kdsm_q_performed(&q, kdsm_q_action(&g, &q, &a));
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 0), KDSM_Q_GRANTED);
+	KUNIT_EXPECT_EQ(test, kdsm_q_release(&q), 0);
+	kdsm_q_performed(&q, kdsm_q_action(&g, &q, &a));
+	KUNIT_EXPECT_EQ(test, kdsm_q_cas_result(&g, &q, 2), 0);
+	KUNIT_EXPECT_EQ(test, q.state, KDSM_Q_IDLE);
+	KUNIT_EXPECT_EQ(test, kdsm_q_acquire(&q), -EBUSY);
+	KUNIT_EXPECT_TRUE(test, kdsm_q_settled(&q));
+	KUNIT_EXPECT_TRUE(test, kdsm_q_collect(&q));
+	/* a NEXT named us the tail: "no atomics" cannot be true any more */
+	KUNIT_ASSERT_EQ(test, kdsm_q_acquire(&q), 0);
+	kdsm_q_performed(&q, kdsm_q_action(&g, &q, &a));
+	KUNIT_EXPECT_EQ(test, kdsm_q_next(&g, &q, 1), 0);
+	KUNIT_EXPECT_EQ(test, kdsm_q_unsupported(&q), -EPROTO);
 }
 
 #define KDSM_QSIM_NODES		4
@@ -883,7 +924,7 @@ struct kdsm_qsim {
 	struct kdsm_qsim_chan msg[KDSM_QSIM_NODES + 1][KDSM_QSIM_NODES + 1];
 	struct kdsm_qsim_chan cas[KDSM_QSIM_NODES + 1];
 	struct kdsm_qsim_chan res[KDSM_QSIM_NODES + 1];
-	u32 refused, overlaps, grants, abandons, retries, steps;
+	u32 refused, overlaps, grants, collected, abandons, retries, steps;
 };
 
 static void kdsm_qsim_push(struct kdsm_qsim *s, struct kdsm_qsim_chan *c,
@@ -929,7 +970,8 @@ static bool kdsm_qsim_step(struct kdsm_qsim *s)
 		struct kdsm_qlock *q = &s->q[x];
 
 		/* kind 0: the task's move; 1: the action; 2..4: channels */
-		if ((q->state == KDSM_Q_IDLE && s->busy) ||
+		if ((q->waiter && kdsm_q_settled(q)) ||
+		    (q->state == KDSM_Q_IDLE && s->busy) ||
 		    q->state == KDSM_Q_HELD || (kdsm_q_busy(q) && s->busy)) {
 			ch[n] = NULL;
 			node[n] = x;
@@ -964,14 +1006,21 @@ static bool kdsm_qsim_step(struct kdsm_qsim *s)
 	pick = prandom_u32_state(&s->rnd) % n;
 	x = node[pick];
 	switch (kind[pick]) {
-	case 0:
-		if (s->q[x].state == KDSM_Q_IDLE) {
-			KUNIT_EXPECT_EQ(s->test, kdsm_q_acquire(&s->q[x]), 0);
+	case 0:		/* the node's tasks: any of them may release */
+		if (s->q[x].waiter && kdsm_q_settled(&s->q[x]) &&
+		    prandom_u32_state(&s->rnd) % 2) {
+			s->collected += kdsm_q_collect(&s->q[x]);
+		} else if (s->q[x].state == KDSM_Q_IDLE && s->busy) {
+			int want = s->q[x].waiter ? -EBUSY : 0;
+
+			KUNIT_EXPECT_EQ(s->test, kdsm_q_acquire(&s->q[x]), want);
 		} else if (s->q[x].state == KDSM_Q_HELD &&
 			   prandom_u32_state(&s->rnd) % 8) {
 			KUNIT_EXPECT_EQ(s->test, kdsm_q_release(&s->q[x]), 0);
-		} else if (prandom_u32_state(&s->rnd) % 64 == 0) {
+		} else if (s->q[x].waiter &&
+			   prandom_u32_state(&s->rnd) % 64 == 0) {
 			kdsm_q_abandon(&s->q[x]);	/* killed */
+			s->collected += kdsm_q_collect(&s->q[x]);
 			s->abandons++;
 		}
 		break;
@@ -1041,9 +1090,14 @@ static void kdsm_qlock_sim(struct kunit *test)
 			KUNIT_EXPECT_EQ_MSG(test, s->overlaps, 0,
 					    "%u nodes, seed %llu", n, seed);
 			KUNIT_EXPECT_EQ(test, s->word, 0);
-			for (x = 1; x <= n; x++)
+			for (x = 1; x <= n; x++) {
 				KUNIT_EXPECT_EQ_MSG(test, s->q[x].state,
 						    KDSM_Q_IDLE, "node %u", x);
+				KUNIT_EXPECT_FALSE(test, s->q[x].waiter);
+			}
+			/* each grant reached the waiter it was for, once */
+			KUNIT_EXPECT_EQ_MSG(test, s->collected, s->grants,
+					    "%u nodes, seed %llu", n, seed);
 			/* the run did contend: grants, retries, deaths */
 			KUNIT_EXPECT_GT(test, s->grants, 100U);
 			KUNIT_EXPECT_GT(test, s->retries, 0U);
@@ -1082,6 +1136,7 @@ static struct kunit_case kdsm_proto_cases[] = {
 	KUNIT_CASE(kdsm_qlock_validation),
 	KUNIT_CASE(kdsm_qlock_word),
 	KUNIT_CASE(kdsm_qlock_transitions),
+	KUNIT_CASE(kdsm_qlock_outcome),
 	KUNIT_CASE(kdsm_qlock_sim),
 	{}
 };

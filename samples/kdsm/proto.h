@@ -201,7 +201,11 @@ static inline u8 kdsm_lock_mgr_of(const struct kdsm_geo *g, u32 id)
  * node whose PASS a WAIT expects.  @succ: the node whose NEXT arrived (0:
  * none yet); it is owed the lock.  @cas_busy: a CAS of ours on the word is
  * in flight; its result is an event.  @abandoned: the waiting task died:
- * the lock is passed on as soon as it comes.
+ * the lock is passed on as soon as it comes.  @waiter: the task of the
+ * last acquire has not taken its outcome yet (kdsm_q_collect()); no new
+ * acquire starts before it has, so the outcome it takes is its own.
+ * @granted: the lock came to that task; it stays set when another task of
+ * the node releases the lock before the waiter woke.
  */
 struct kdsm_qlock {
 	u8 state;
@@ -210,6 +214,8 @@ struct kdsm_qlock {
 	u8 succ;
 	bool cas_busy;
 	bool abandoned;
+	bool waiter;
+	bool granted;
 };
 
 /*
@@ -255,10 +261,12 @@ bool kdsm_q_busy(const struct kdsm_qlock *q);
 int kdsm_q_acquire(struct kdsm_qlock *q);
 int kdsm_q_release(struct kdsm_qlock *q);
 void kdsm_q_abandon(struct kdsm_qlock *q);
+bool kdsm_q_settled(const struct kdsm_qlock *q);
+bool kdsm_q_collect(struct kdsm_qlock *q);
 int kdsm_q_action(const struct kdsm_geo *g, const struct kdsm_qlock *q,
 		  struct kdsm_qact_arg *a);
 void kdsm_q_performed(struct kdsm_qlock *q, int act);
-void kdsm_q_unsupported(struct kdsm_qlock *q);
+int kdsm_q_unsupported(struct kdsm_qlock *q);
 int kdsm_q_cas_result(const struct kdsm_geo *g, struct kdsm_qlock *q, u8 old);
 int kdsm_q_next(const struct kdsm_geo *g, struct kdsm_qlock *q, u8 from);
 int kdsm_q_pass(struct kdsm_qlock *q, u8 from);

@@ -176,8 +176,7 @@ static int kdsm_ql_act(struct kdsm_cluster *kd, u32 id)
 	if (ret == -EAGAIN)
 		return ret;
 	/* before this node is in the queue, the task may hear why */
-	if (ret == -EOPNOTSUPP && ql->q.state == KDSM_Q_SWAP) {
-		kdsm_q_unsupported(&ql->q);
+	if (ret == -EOPNOTSUPP && !kdsm_q_unsupported(&ql->q)) {
 		ql->err = ret;
 		return 0;
 	}
@@ -242,6 +241,7 @@ static void kdsm_ql_work(struct work_struct *w)
 {
 	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
 					       ql_work);
+	unsigned int wait_us = 20;
 	bool again;
 	u32 id;
 
@@ -261,7 +261,12 @@ static void kdsm_ql_work(struct work_struct *w)
 		spin_unlock_bh(&kd->lock);
 		if (!again)
 			return;
-		usleep_range(20, 100);	/* completions free buffers */
+		/*
+		 * Completions free buffers; a peer that returns no credits
+		 * costs a wake-up per 5 ms until the heartbeat fails it.
+		 */
+		usleep_range(wait_us, 2 * wait_us);
+		wait_us = min(2 * wait_us, 5000U);
 	}
 }
 
@@ -384,13 +389,11 @@ int kdsm_qlock_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s)
 		if (!ql->q.cas_busy) {
 			ret = -EPROTO;
 		} else if (s->code) {	/* only the first CAS can meet this */
-			if (ql->q.state != KDSM_Q_SWAP) {
-				ret = -EPROTO;
-				break;
+			ret = kdsm_q_unsupported(&ql->q);
+			if (!ret) {
+				ql->err = -EOPNOTSUPP;
+				wake_up_all(&kd->sync_wq);
 			}
-			kdsm_q_unsupported(&ql->q);
-			ql->err = -EOPNOTSUPP;
-			wake_up_all(&kd->sync_wq);
 		} else {
 			ret = kdsm_ql_result(kd, id, s->node);
 		}
@@ -421,7 +424,7 @@ static bool kdsm_ql_reachable(struct kdsm_cluster *kd, u32 id)
 bool kdsm_qlock_busy(struct kdsm_cluster *kd, u32 id)
 {
 	lockdep_assert_held(&kd->lock);
-	return kd->ql[id].q.state != KDSM_Q_IDLE;
+	return kd->ql[id].q.state != KDSM_Q_IDLE || kd->ql[id].q.waiter;
 }
 
 /* Start an acquire once this node is out of the queue; 0 or -errno. */
@@ -460,10 +463,12 @@ static long kdsm_ql_start(struct kdsm_cluster *kd, u32 id)
 
 static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
 {
-	u8 state = READ_ONCE(kd->ql[id].q.state);
+	bool settled;
 
-	return !kdsm_ql_ready(kd) || state == KDSM_Q_HELD ||
-	       state == KDSM_Q_IDLE;
+	spin_lock_bh(&kd->lock);
+	settled = !kdsm_ql_ready(kd) || kdsm_q_settled(&kd->ql[id].q);
+	spin_unlock_bh(&kd->lock);
+	return settled;
 }
 
 /**
@@ -472,8 +477,9 @@ static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
  * @id: lock, checked
  *
  * Context: the calling task; sleeps (killable).
- * Return: 0; -EBUSY (another task of this node waits for or holds lock
- * @id, of either kind), -EOPNOTSUPP (no atomics on the way to the word),
+ * Return: 0 (the lock came to this task; another task of this node may
+ * have released it since); -EBUSY (another task of this node waits for
+ * or holds lock @id, of either kind), -EOPNOTSUPP (no atomics on the way to the word),
  * -EHOSTDOWN (the cluster failed), -EINTR.
  */
 long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
@@ -488,13 +494,14 @@ long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
 	spin_lock_bh(&kd->lock);
 	if (!kdsm_ql_ready(kd)) {
 		ret = -EHOSTDOWN;
-	} else if (ql->q.state == KDSM_Q_IDLE) {	/* never got in */
-		ret = ql->err ?: ret ?: -EIO;
 	} else if (ret) {
 		/* passed on when it comes, or now if it came as we died */
 		kdsm_q_abandon(&ql->q);
 		kdsm_ql_kick(kd, id, false);
+	} else if (!ql->q.granted) {			/* never got in */
+		ret = ql->err ?: -EIO;
 	}
+	kdsm_q_collect(&ql->q);
 	spin_unlock_bh(&kd->lock);
 	return ret;
 }

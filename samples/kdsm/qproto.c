@@ -109,9 +109,14 @@ int kdsm_q_word(const struct kdsm_geo *g, u64 raw)
 	return v <= g->nnodes ? (int)v : -EPROTO;
 }
 
-/* A task of this node is acquiring or holds the lock: another gets -EBUSY. */
+/*
+ * A task of this node is acquiring or holds the lock, or has not taken the
+ * outcome of its acquire yet: another gets -EBUSY.
+ */
 bool kdsm_q_busy(const struct kdsm_qlock *q)
 {
+	if (q->waiter)
+		return true;
 	switch (q->state) {
 	case KDSM_Q_SWAP:
 	case KDSM_Q_LINK:
@@ -123,13 +128,38 @@ bool kdsm_q_busy(const struct kdsm_qlock *q)
 	return false;
 }
 
-/* A task wants the lock: IDLE only (else -EBUSY). */
+/* A task wants the lock: IDLE, the last outcome taken (else -EBUSY). */
 int kdsm_q_acquire(struct kdsm_qlock *q)
 {
-	if (q->state != KDSM_Q_IDLE)
+	if (q->state != KDSM_Q_IDLE || q->waiter)
 		return -EBUSY;
-	*q = (struct kdsm_qlock){ .state = KDSM_Q_SWAP };
+	*q = (struct kdsm_qlock){ .state = KDSM_Q_SWAP, .waiter = true };
 	return 0;
+}
+
+/* Out of the queue; the waiter's outcome stays until it is taken. */
+static void kdsm_q_out(struct kdsm_qlock *q)
+{
+	*q = (struct kdsm_qlock){ .waiter = q->waiter, .granted = q->granted };
+}
+
+/* The waiting task's outcome is known: the lock came, or it never got in. */
+bool kdsm_q_settled(const struct kdsm_qlock *q)
+{
+	return q->granted || q->state == KDSM_Q_IDLE;
+}
+
+/*
+ * The waiting task takes its outcome, after kdsm_q_settled() or after it
+ * died (then kdsm_q_abandon() first).  Return: whether the lock came to it.
+ */
+bool kdsm_q_collect(struct kdsm_qlock *q)
+{
+	bool granted = q->granted;
+
+	q->waiter = false;
+	q->granted = false;
+	return granted;
 }
 
 /* Give the lock on: to the successor if its NEXT came, else free it. */
@@ -146,6 +176,7 @@ static int kdsm_q_arrived(struct kdsm_qlock *q)
 		return 0;
 	}
 	q->state = KDSM_Q_HELD;
+	q->granted = true;
 	return KDSM_Q_GRANTED;
 }
 
@@ -238,12 +269,16 @@ void kdsm_q_performed(struct kdsm_qlock *q, int act)
 
 /*
  * The first CAS of an acquire cannot be issued (no atomics on a device on
- * the way): back to IDLE, never having been in the queue.
+ * the way): back to IDLE, never having been in the queue.  Return: 0, or
+ * -EPROTO when this node cannot be out of the queue (not swapping in, or
+ * a NEXT named it the tail already).
  */
-void kdsm_q_unsupported(struct kdsm_qlock *q)
+int kdsm_q_unsupported(struct kdsm_qlock *q)
 {
-	if (q->state == KDSM_Q_SWAP && !q->succ)
-		*q = (struct kdsm_qlock){};
+	if (q->state != KDSM_Q_SWAP || q->succ)
+		return -EPROTO;
+	kdsm_q_out(q);
+	return 0;
 }
 
 /**
@@ -287,7 +322,7 @@ int kdsm_q_cas_result(const struct kdsm_geo *g, struct kdsm_qlock *q, u8 old)
 	if (old == self) {			/* nobody followed: free */
 		if (q->succ)
 			return -EPROTO;
-		*q = (struct kdsm_qlock){};
+		kdsm_q_out(q);
 		return 0;
 	}
 	/* someone swapped in behind us: the word is never 0 while we are in */
