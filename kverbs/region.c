@@ -19,6 +19,7 @@
  * drained) every endpoint, so a posted operation never uses a stale
  * address; one built from a stale address is refused at the post.
  */
+#include <linux/dma-mapping.h>
 #include <linux/mm.h>
 #include <linux/slab.h>
 
@@ -44,6 +45,17 @@ static int kverbs_region_map(struct kverbs_region *r, struct ib_device *dev)
 			kverbs_region_unmap(r, dev, i);
 			return -ENOMEM;
 		}
+		/*
+		 * Mapped for its whole life and never synced: a page the
+		 * platform bounces (swiotlb) or a non-coherent device would
+		 * show the CPU and the peer stale data.  Refused instead.
+		 */
+		if (!ib_uses_virt_dma(dev) &&
+		    dma_need_sync(dev->dma_device, r->dma[i])) {
+			kverbs_region_unmap(r, dev, i + 1);
+			dev_warn_once(&dev->dev, "kverbs: regions need DMA that is coherent and not bounced\n");
+			return -EOPNOTSUPP;
+		}
 		if (!(i % 1024))
 			cond_resched();
 	}
@@ -57,7 +69,8 @@ static int kverbs_region_map(struct kverbs_region *r, struct ib_device *dev)
  * @dev: its new device
  *
  * Context: process, dom->lock held.
- * Return: 0, or -ENOMEM with nothing mapped.
+ * Return: 0, or with nothing mapped -ENOMEM or -EOPNOTSUPP (the device's
+ * DMA needs syncing: bounced or not coherent).
  */
 int kverbs_domain_map_regions(struct kverbs_domain *dom,
 			      struct ib_device *dev)
@@ -114,8 +127,9 @@ void kverbs_domain_unmap_regions(struct kverbs_domain *dom,
  * kverbs_region_grant().
  *
  * Context: process; sleeps.
- * Return: the region, or ERR_PTR: -EINVAL, -ENOMEM, -ESHUTDOWN (the
- * domain is being destroyed).
+ * Return: the region, or ERR_PTR: -EINVAL, -ENOMEM, -EOPNOTSUPP (the
+ * domain's device needs its DMA synced: bounced or not coherent),
+ * -ESHUTDOWN (the domain is being destroyed).
  */
 struct kverbs_region *kverbs_region_create(struct kverbs_domain *dom,
 					   struct page **pages,
