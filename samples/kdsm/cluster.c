@@ -244,7 +244,7 @@ static void kdsm_hello_fill(struct kdsm_cluster *kd, struct kdsm_hello *h,
 		.nnodes = kd->geo.nnodes,
 		.placement = kd->geo.block ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC,
 		.npages = cpu_to_be32(kd->geo.npages),
-		.options = cpu_to_be32(kd->options),
+		.options = cpu_to_be32(kd->options & KDSM_OPT_SHARED),
 		.page_shift = PAGE_SHIFT,
 		.extent_shift = shift,
 		.nkeys = cpu_to_be16(nkeys),
@@ -559,10 +559,10 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 			 h->nnodes, npages, h->placement, h->page_shift,
 			 kd->geo.nnodes, kd->geo.npages, kd->geo.block,
 			 PAGE_SHIFT);
-	} else if (be32_to_cpu(h->options) != kd->options) {
+	} else if (be32_to_cpu(h->options) != (kd->options & KDSM_OPT_SHARED)) {
 		code = KDSM_REFUSE_OPTIONS;
 		snprintf(why, sizeof(why), "it has options %#x, this node %#x",
-			 be32_to_cpu(h->options), kd->options);
+			 be32_to_cpu(h->options), kd->options & KDSM_OPT_SHARED);
 	} else if (h->extent_shift < PAGE_SHIFT || h->extent_shift > 40 ||
 		   nkeys != DIV_ROUND_UP_ULL((u64)npages << PAGE_SHIFT,
 					     1ULL << h->extent_shift) ||
@@ -1003,6 +1003,11 @@ static void kdsm_cluster_free(struct kdsm_cluster *kd)
 {
 	u8 n;
 
+	/* idle: drained, or never queued (nothing defers once not live) */
+	WARN_ON_ONCE(!list_empty(&kd->deferred));
+	if (kd->defer_kw)
+		kthread_destroy_worker(kd->defer_kw);
+
 	for (n = 1; n <= KDSM_MAX_NODES; n++)
 		kfree(kd->peers[n].rkeys);
 	vfree(kd->pg);
@@ -1063,7 +1068,9 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	kd->state = KDSM_STATE_FORMING;
 	spin_lock_init(&kd->lock);
 	INIT_LIST_HEAD(&kd->deferred);
+	kd->defer_idle = true;
 	INIT_WORK(&kd->defer_work, kdsm_defer_work);
+	kthread_init_work(&kd->defer_kwork, kdsm_defer_kwork);
 	INIT_WORK(&kd->form_work, kdsm_form_work);
 	INIT_WORK(&kd->greet_work, kdsm_greet_work);
 	INIT_WORK(&kd->dial_work, kdsm_dial_work);
@@ -1089,6 +1096,17 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	ret = -ENOMEM;
 	if (!kd->stats || !kd->lockwait || !kd->lockmgr)
 		goto out_free;
+	if (options & KDSM_OPT_DEFER_FIFO) {
+		/* woken at creation up to 6.13 (later: kthread_run_worker) */
+		kd->defer_kw = kthread_create_worker(0, "kdsm%u-defer",
+						     geo->self);
+		ret = PTR_ERR_OR_ZERO(kd->defer_kw);
+		if (ret) {
+			kd->defer_kw = NULL;
+			goto out_free;
+		}
+		sched_set_fifo(kd->defer_kw->task);
+	}
 
 	kd->vr = kvmem_region_create(geo->npages, KVMEM_PROT_NONE,
 				     &kdsm_kvmem_ops, kd);
@@ -1113,26 +1131,26 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	ret = kdsm_qlock_init(kd);
 	if (ret)
 		goto out_kr;
+	ret = kdsm_debugfs_add(kd);
+	if (ret)
+		goto out_kr;
+	/* last: from here peers connect, and nothing fails */
 	if (geo->self < geo->nnodes) {
 		kd->listener = kverbs_listen(kd->dom, (struct sockaddr *)
 					     &kd->peers[geo->self].addr);
 		ret = PTR_ERR_OR_ZERO(kd->listener);
 		if (ret) {
 			kd->listener = NULL;
-			goto out_kr;
+			goto out_debugfs;
 		}
 	}
-	ret = kdsm_debugfs_add(kd);
-	if (ret)
-		goto out_listener;
 	queue_work(kdsm_wq, &kd->form_work);
 	queue_delayed_work(kdsm_wq, &kd->ping_work,
 			   msecs_to_jiffies(KDSM_PING_MS));
 	return kd;
 
-out_listener:
-	if (kd->listener)
-		kverbs_listener_destroy(kd->listener);
+out_debugfs:
+	debugfs_remove_recursive(kd->debugfs);
 out_kr:
 	kdsm_qlock_free(kd);
 	kverbs_region_destroy(kd->kr);

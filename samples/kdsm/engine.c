@@ -313,7 +313,15 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	else
 		kd->defer[ev->page]++;
 	list_add_tail(&ev->link, &kd->deferred);
-	queue_work(kdsm_wq, &kd->defer_work);
+	if (!kd->defer_idle)	/* the worker will find it */
+		return;
+	kd->defer_idle = false;
+	kd->defer_kick_ns = ktime_get_ns();
+	if (kd->defer_kw)
+		kthread_queue_work(kd->defer_kw, &kd->defer_kwork);
+	else
+		queue_work(kd->options & KDSM_OPT_DEFER_NORMAL ?
+			   kdsm_normal_wq : kdsm_wq, &kd->defer_work);
 }
 
 /*
@@ -491,20 +499,16 @@ static int kdsm_run_first(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 	return kdsm_run(kd, ev, true);
 }
 
-/**
- * kdsm_defer_work - run the deferred events, in arrival order
- * @w: kd->defer_work
- *
- * Context: process (kdsm_wq).
- */
-void kdsm_defer_work(struct work_struct *w)
+/* Run the deferred events, in arrival order.  Process context. */
+static void kdsm_defer_run(struct kdsm_cluster *kd)
 {
-	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
-					       defer_work);
 	struct kdsm_ev *ev;
 	int ret;
 
 	spin_lock_bh(&kd->lock);
+	kdsm_count(kd, KDSM_STAT_DEFER_WAKES, 1);
+	kdsm_count(kd, KDSM_STAT_DEFER_WAKE_NS,
+		   ktime_get_ns() - kd->defer_kick_ns);
 	while ((ev = list_first_entry_or_null(&kd->deferred, struct kdsm_ev,
 					      link))) {
 		list_del(&ev->link);
@@ -529,7 +533,30 @@ void kdsm_defer_work(struct work_struct *w)
 		cond_resched();
 		spin_lock_bh(&kd->lock);
 	}
+	kd->defer_idle = true;
 	spin_unlock_bh(&kd->lock);
+}
+
+/**
+ * kdsm_defer_work - the deferral worker on a workqueue
+ * @w: kd->defer_work
+ *
+ * Context: process (kdsm_wq, or kdsm_normal_wq with KDSM_OPT_DEFER_NORMAL).
+ */
+void kdsm_defer_work(struct work_struct *w)
+{
+	kdsm_defer_run(container_of(w, struct kdsm_cluster, defer_work));
+}
+
+/**
+ * kdsm_defer_kwork - the deferral worker at SCHED_FIFO
+ * @w: kd->defer_kwork
+ *
+ * Context: process (kd->defer_kw, KDSM_OPT_DEFER_FIFO).
+ */
+void kdsm_defer_kwork(struct kthread_work *w)
+{
+	kdsm_defer_run(container_of(w, struct kdsm_cluster, defer_kwork));
 }
 
 /**
@@ -542,7 +569,10 @@ void kdsm_engine_drain(struct kdsm_cluster *kd)
 {
 	struct kdsm_ev *ev, *tmp;
 
-	cancel_work_sync(&kd->defer_work);
+	if (kd->defer_kw)
+		kthread_cancel_work_sync(&kd->defer_kwork);
+	else
+		cancel_work_sync(&kd->defer_work);
 	list_for_each_entry_safe(ev, tmp, &kd->deferred, link) {
 		list_del(&ev->link);
 		kfree(ev);

@@ -21,6 +21,7 @@
 #undef pr_fmt
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/kthread.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
@@ -35,6 +36,9 @@
 #include <uapi/kverbs/kdsm.h>
 
 #include "proto.h"
+
+/* Options every node must share (HELLO); the rest are each node's own */
+#define KDSM_OPT_SHARED	(KDSM_OPT_FETCH_READ | KDSM_OPT_WEAK)
 
 #define KDSM_DEPTH		32	/* receive buffers per endpoint */
 #define KDSM_CONNECT_MS		4000	/* one connection attempt */
@@ -211,7 +215,18 @@ struct kdsm_cluster {
 	u64 *fault_t0;			/* ns, while a fault is pending */
 
 	struct list_head deferred;
+	/*
+	 * The deferral worker: @defer_work on kdsm_wq or kdsm_normal_wq, or
+	 * @defer_kwork on @defer_kw (KDSM_OPT_DEFER_*).  It is queued only
+	 * when @defer_idle (it found @deferred empty, under @lock), so one
+	 * wake-up serves a batch; @defer_kick_ns is when, for
+	 * KDSM_STAT_DEFER_WAKE_NS.
+	 */
 	struct work_struct defer_work;
+	struct kthread_worker *defer_kw;
+	struct kthread_work defer_kwork;
+	bool defer_idle;
+	u64 defer_kick_ns;
 	struct kdsm_ev *spare;		/* one event kept for softirq */
 
 	struct work_struct form_work;
@@ -259,6 +274,7 @@ extern struct mutex kdsm_ctl_mutex;
 extern struct kdsm_cluster *kdsm_cl;
 extern unsigned int kdsm_max_pages;
 extern struct workqueue_struct *kdsm_wq;
+extern struct workqueue_struct *kdsm_normal_wq;
 extern struct dentry *kdsm_debugfs_root;
 
 /* cluster.c */
@@ -281,6 +297,7 @@ int kdsm_engine_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 void kdsm_engine_fault(struct kvmem_region *r, u32 page, bool write,
 		       void *priv);
 void kdsm_defer_work(struct work_struct *w);
+void kdsm_defer_kwork(struct kthread_work *w);
 void kdsm_engine_drain(struct kdsm_cluster *kd);
 void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 int kdsm_rdma_data(struct kdsm_cluster *kd, u8 to, u32 page);

@@ -22,6 +22,7 @@ MODULE_PARM_DESC(max_pages, "largest region a cluster may ask for, in pages (def
 DEFINE_MUTEX(kdsm_ctl_mutex);
 struct kdsm_cluster *kdsm_cl;
 struct workqueue_struct *kdsm_wq;
+struct workqueue_struct *kdsm_normal_wq;
 struct dentry *kdsm_debugfs_root;
 
 static long kdsm_dev_info(void __user *arg)
@@ -102,6 +103,12 @@ static int __init kdsm_init(void)
 	kdsm_wq = alloc_workqueue("kdsm", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
 	if (!kdsm_wq)
 		return -ENOMEM;
+	/* KDSM_OPT_DEFER_NORMAL: the same but for priority */
+	kdsm_normal_wq = alloc_workqueue("kdsm-normal", WQ_MEM_RECLAIM, 0);
+	if (!kdsm_normal_wq) {
+		destroy_workqueue(kdsm_wq);
+		return -ENOMEM;
+	}
 	kdsm_debugfs_root = debugfs_create_dir("kdsm", NULL);
 	ret = misc_register(&kdsm_dev);
 	if (ret)
@@ -115,6 +122,7 @@ out_dev:
 	misc_deregister(&kdsm_dev);
 out_wq:
 	debugfs_remove_recursive(kdsm_debugfs_root);
+	destroy_workqueue(kdsm_normal_wq);
 	destroy_workqueue(kdsm_wq);
 	return ret;
 }
@@ -129,6 +137,7 @@ static void __exit kdsm_exit(void)
 	kdsm_cl = NULL;
 	mutex_unlock(&kdsm_ctl_mutex);
 	debugfs_remove_recursive(kdsm_debugfs_root);
+	destroy_workqueue(kdsm_normal_wq);
 	destroy_workqueue(kdsm_wq);
 }
 

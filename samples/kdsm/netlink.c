@@ -112,6 +112,11 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 	if (at[KDSM_A_OPTIONS])
 		options = nla_get_u32(at[KDSM_A_OPTIONS]);
 	geo.fetch = options & KDSM_OPT_FETCH_READ;
+	if ((options & KDSM_OPT_DEFER_NORMAL) && (options & KDSM_OPT_DEFER_FIFO)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_OPTIONS],
+				    "one deferral target at most");
+		return -EINVAL;
+	}
 	if (at[KDSM_A_PORT])
 		port = nla_get_u16(at[KDSM_A_PORT]);
 	if (at[KDSM_A_JOIN_MS])

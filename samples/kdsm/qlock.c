@@ -263,7 +263,7 @@ static void kdsm_ql_work(struct work_struct *w)
 			return;
 		/*
 		 * Completions free buffers; a peer that returns no credits
-		 * costs a wake-up per 5 ms until the heartbeat fails it.
+		 * costs a wake-up per 5-10 ms until the heartbeat fails it.
 		 */
 		usleep_range(wait_us, 2 * wait_us);
 		wait_us = min(2 * wait_us, 5000U);
@@ -485,6 +485,7 @@ static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
 long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
 {
 	struct kdsm_ql *ql = &kd->ql[id];
+	bool granted;
 	long ret;
 
 	ret = kdsm_ql_start(kd, id);
@@ -498,10 +499,10 @@ long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
 		/* passed on when it comes, or now if it came as we died */
 		kdsm_q_abandon(&ql->q);
 		kdsm_ql_kick(kd, id, false);
-	} else if (!ql->q.granted) {			/* never got in */
-		ret = ql->err ?: -EIO;
 	}
-	kdsm_q_collect(&ql->q);
+	granted = kdsm_q_collect(&ql->q);
+	if (!ret && !granted)			/* never got in */
+		ret = ql->err ?: -EIO;
 	spin_unlock_bh(&kd->lock);
 	return ret;
 }

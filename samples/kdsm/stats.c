@@ -36,6 +36,8 @@ static const char *const kdsm_stat_names2[] = {
 	[KDSM_STAT_ATOMIC_LOCKS - KDSM_STAT_ATOMIC_LOCKS] = "atomic_locks",
 	[KDSM_STAT_ATOMIC_OPS - KDSM_STAT_ATOMIC_LOCKS] = "atomic_ops",
 	[KDSM_STAT_CAS_RETRIES - KDSM_STAT_ATOMIC_LOCKS] = "cas_retries",
+	[KDSM_STAT_DEFER_WAKES - KDSM_STAT_ATOMIC_LOCKS] = "defer_wakes",
+	[KDSM_STAT_DEFER_WAKE_NS - KDSM_STAT_ATOMIC_LOCKS] = "defer_wake_ns",
 };
 
 static_assert(ARRAY_SIZE(kdsm_stat_names2) ==

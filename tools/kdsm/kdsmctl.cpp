@@ -4,7 +4,7 @@
 //
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
-//                  [--weak] [--wait]
+//                  [--defer-to highpri|normal|fifo] [--weak] [--wait]
 //   kdsmctl status [--stats]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -21,7 +21,7 @@ namespace {
     std::fprintf(stderr,
                  "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
                  "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
-                 "                      [--wait]\n"
+                 "                      [--defer-to highpri|normal|fifo] [--wait]\n"
                  "       kdsmctl status [--stats]\n"
                  "       kdsmctl delete\n");
     std::exit(2);
@@ -67,6 +67,15 @@ int create(int argc, char **argv)
             c.join_ms = static_cast<std::uint32_t>(number(next()));
         } else if (a == "--fetch-read") {
             c.options |= KDSM_OPT_FETCH_READ;
+        } else if (a == "--defer-to") {
+            const std::string t = next();
+            // two different targets reach the kernel, which refuses them
+            if (t == "normal")
+                c.options |= KDSM_OPT_DEFER_NORMAL;
+            else if (t == "fifo")
+                c.options |= KDSM_OPT_DEFER_FIFO;
+            else if (t != "highpri")
+                usage();
         } else if (a == "--weak") {
             c.options |= KDSM_OPT_WEAK;
         } else if (a == "--wait") {

@@ -47,7 +47,15 @@ enum kdsm_placement {
  * they catch it; never a mode for applications.
  */
 #define KDSM_OPT_WEAK		0x2
-#define KDSM_OPT_ALL		0x3
+/*
+ * Where deferred events run (Documentation/kdsm-design.rst, "Deferral
+ * target"): by default the kdsm workqueue (WQ_HIGHPRI, like a kverbs
+ * domain's); NORMAL kdsm's normal-priority workqueue; FIFO a
+ * kthread_worker of the cluster's own at SCHED_FIFO.  At most one.
+ */
+#define KDSM_OPT_DEFER_NORMAL	0x4
+#define KDSM_OPT_DEFER_FIFO	0x8
+#define KDSM_OPT_ALL		0xf
 
 enum kdsm_state {
 	KDSM_STATE_NONE,	/* no cluster */
@@ -110,6 +118,8 @@ enum kdsm_stat {
 	KDSM_STAT_ATOMIC_LOCKS = KDSM_STAT_MSG_TYPE + 32, /* queue-lock acquisitions */
 	KDSM_STAT_ATOMIC_OPS,		/* RDMA atomics issued, as helper too */
 	KDSM_STAT_CAS_RETRIES,		/* a CAS found another tail: again */
+	KDSM_STAT_DEFER_WAKES,		/* the deferral worker started */
+	KDSM_STAT_DEFER_WAKE_NS,	/* summed queueing-to-start of it */
 	__KDSM_STAT_MAX,
 };
 

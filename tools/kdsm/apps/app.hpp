@@ -124,11 +124,16 @@ inline void report(const char *name, const kdsm::status &a, const kdsm::status &
 {
     auto d = [&](unsigned id) { return b.stat(id) - a.stat(id); };
     const std::uint64_t soft = d(KDSM_STAT_EV_SOFTIRQ);
-    const std::uint64_t deferred = d(KDSM_STAT_EV_DEFER_ZAP) + d(KDSM_STAT_EV_DEFER_NOBUF) +
-                                   d(KDSM_STAT_EV_DEFER_ORDER) + d(KDSM_STAT_EV_DEFER_NOMEM);
+    // kdsm's own deferrals (DEFER_NS); kvmsg's (NOMEM) count for the share
+    const std::uint64_t queued = d(KDSM_STAT_EV_DEFER_ZAP) + d(KDSM_STAT_EV_DEFER_NOBUF) +
+                                 d(KDSM_STAT_EV_DEFER_ORDER);
+    const std::uint64_t deferred = queued + d(KDSM_STAT_EV_DEFER_NOMEM);
+    const std::uint64_t faults = d(KDSM_STAT_READ_FAULTS) + d(KDSM_STAT_WRITE_FAULTS);
+    const std::uint64_t wakes = d(KDSM_STAT_DEFER_WAKES);
+    auto mean_us = [](std::uint64_t ns, std::uint64_t n) { return n ? ns / 1e3 / n : 0.0; };
     std::printf("%s: node %u: %s time %.3f s read_faults %llu write_faults %llu msgs_tx %llu "
                 "events_softirq %llu deferred zap %llu nobuf %llu order %llu "
-                "softirq_share %.1f%%\n",
+                "softirq_share %.1f%% fault_us %.0f deferred_us %.0f wakes %llu wake_us %.0f\n",
                 name, b.node, ok ? "check ok" : "CHECK FAILED", secs,
                 static_cast<unsigned long long>(d(KDSM_STAT_READ_FAULTS)),
                 static_cast<unsigned long long>(d(KDSM_STAT_WRITE_FAULTS)),
@@ -137,8 +142,21 @@ inline void report(const char *name, const kdsm::status &a, const kdsm::status &
                 static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_ZAP)),
                 static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_NOBUF)),
                 static_cast<unsigned long long>(d(KDSM_STAT_EV_DEFER_ORDER)),
-                soft + deferred ? 100.0 * double(soft) / double(soft + deferred) : 100.0);
+                soft + deferred ? 100.0 * double(soft) / double(soft + deferred) : 100.0,
+                mean_us(d(KDSM_STAT_FAULT_NS), faults), mean_us(d(KDSM_STAT_DEFER_NS), queued),
+                static_cast<unsigned long long>(wakes), mean_us(d(KDSM_STAT_DEFER_WAKE_NS), wakes));
     std::fflush(stdout);
+}
+
+// The epilogue of every application: the report line, then a barrier so
+// that no node leaves (unmapping its pages) before node 1 has read the
+// result; the exit code.
+inline int finish(const char *name, kdsm::attachment &dsm, const kdsm::status &before,
+                  const kdsm::status &after, double secs, bool ok)
+{
+    report(name, before, after, secs, ok);
+    dsm.barrier_all();
+    return ok ? 0 : 1;
 }
 
 }  // namespace app

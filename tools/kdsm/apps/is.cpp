@@ -196,9 +196,7 @@ int main(int argc, char **argv)
             std::printf("is: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("is", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the ranks
-        return ok ? 0 : 1;
+        return app::finish("is", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "is: %s\n", e.what());
         return 2;

@@ -200,9 +200,7 @@ int main(int argc, char **argv)
             std::printf("lu: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("lu", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the matrix
-        return ok ? 0 : 1;
+        return app::finish("lu", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "lu: %s\n", e.what());
         return 2;

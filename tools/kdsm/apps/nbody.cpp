@@ -154,9 +154,7 @@ int main(int argc, char **argv)
             std::printf("nbody: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("nbody", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the bodies
-        return ok ? 0 : 1;
+        return app::finish("nbody", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "nbody: %s\n", e.what());
         return 2;

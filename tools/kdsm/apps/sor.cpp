@@ -84,9 +84,7 @@ int main(int argc, char **argv)
             std::printf("sor: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("sor", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the grid
-        return ok ? 0 : 1;
+        return app::finish("sor", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "sor: %s\n", e.what());
         return 2;

@@ -214,9 +214,7 @@ int main(int argc, char **argv)
             std::printf("tsp: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("tsp", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the best tour
-        return ok ? 0 : 1;
+        return app::finish("tsp", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "tsp: %s\n", e.what());
         return 2;

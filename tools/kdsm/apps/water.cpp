@@ -225,9 +225,7 @@ int main(int argc, char **argv)
             std::printf("water: 1 node, private memory, 1 thread: %.3f s; %u nodes: %.3f s\n",
                         seq, dsm.nnodes(), secs);
         }
-        app::report("water", before, after, secs, ok);
-        dsm.barrier_all();  // node 1 has read the molecules
-        return ok ? 0 : 1;
+        return app::finish("water", dsm, before, after, secs, ok);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "water: %s\n", e.what());
         return 2;
