@@ -154,36 +154,43 @@ def suite_kdsm_debug(res):
 
 
 def defer_target_check(res, suite, pair):
-    """The other deferral targets run the deferred events: node 1 on its
-    SCHED_FIFO worker, node 2 on the normal-priority workqueue (a node's own choice: they
-    still form)."""
-    if not formed(res, suite, pair, "a cluster with --defer-to fifo on node "
-                  "1 and normal on node 2 forms",
-                  extra={pair[0]: "--defer-to fifo",
-                         pair[1]: "--defer-to normal"}):
+    """The other deferral targets and the comparison modes (each a node's
+    own choice: they still form): node 1 runs mode T on its SCHED_FIFO
+    worker, node 2 mode S on the normal-priority workqueue; neither
+    handles a peer message in softirq."""
+    if not formed(res, suite, pair, "a cluster with --defer-to fifo --mode T "
+                  "on node 1 and --defer-to normal --mode S on node 2 forms",
+                  extra={pair[0]: "--defer-to fifo --mode T",
+                         pair[1]: "--defer-to normal --mode S"}):
         leave(res, suite, pair, and_unload=False)
         return
-    runs = _spmd_check(res, suite, pair, "SOR with the fifo and normal "
-                       "deferral targets equals the sequential run",
+    runs = _spmd_check(res, suite, pair, "SOR in modes T and S with the fifo "
+                       "and normal deferral targets equals the sequential run",
                        "/kvlab/bin/kdsm-sor --size 128 --iters 4",
                        r"0 cells differ")
-    wakes = [re.search(r"wakes (\d+)", out) for _, _, out in runs]
-    res.check(suite, "both nodes deferred revokes to their worker "
-              "(defer_wakes > 0)", all(m and int(m.group(1)) > 0
-                                       for m in wakes),
+    rep = [(re.search(r"events_softirq (\d+)", out),
+            re.search(r"wakes (\d+)", out)) for _, _, out in runs]
+    res.check(suite, "modes T and S: no peer message completed in softirq, "
+              "every one went to the worker (defer_wakes > 0)",
+              all(sq and wk and int(sq.group(1)) == 0 and int(wk.group(1)) > 0
+                  for sq, wk in rep),
               "\n".join(out[-600:] for _, _, out in runs))
     # where they ran: node 1's own worker at SCHED_FIFO (policy 1); node 2
-    # has none, and its options say normal
+    # has none, and its options say normal and S
     find = ("for p in /proc/[0-9]*; do c=$(cat $p/comm 2>/dev/null); "
             "case $c in kdsm*-defer) awk '{print \"worker\", $2, "
             "\"policy\", $41}' $p/stat;; esac; done; "
-            f"{CTL} status | grep options")
+            f"{CTL} status --stats | grep -E 'options|events_deferred_mode'")
     outs = [n.run(find, timeout=30).out for n in pair]
-    res.check(suite, "node 1 runs them on kdsm1-defer at SCHED_FIFO, node 2 "
-              "(options 0x4) on no worker of its own",
+    modes = [re.search(r"events_deferred_mode (\d+)", o) for o in outs]
+    res.check(suite, "node 1 (options 0x18) runs them on kdsm1-defer at "
+              "SCHED_FIFO, node 2 (options 0x24) on no worker of its own; "
+              "both count mode deferrals",
               "worker (kdsm1-defer) policy 1" in outs[0] and
-              "options 0x8" in outs[0] and "worker" not in outs[1] and
-              "options 0x4" in outs[1], "\n---\n".join(outs))
+              "options 0x18" in outs[0] and "worker" not in outs[1] and
+              "options 0x24" in outs[1] and
+              all(m and int(m.group(1)) > 0 for m in modes),
+              "\n---\n".join(outs))
     leave(res, suite, pair, and_unload=False)
 
 

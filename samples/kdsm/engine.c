@@ -162,6 +162,11 @@ static int kdsm_act(struct kdsm_cluster *kd, struct kdsm_ev *ev,
 	struct kdsm_msg m;
 	int ret;
 
+	/* mode S: what would be a system call at user level costs 1 us */
+	if ((kd->options & KDSM_OPT_MODE_SIM) && a->kind != KDSM_ACT_QUEUE &&
+	    a->kind != KDSM_ACT_NEXT &&
+	    !(a->kind == KDSM_ACT_SEND && a->to == kd->geo.self))
+		udelay(1);
 	switch (a->kind) {
 	case KDSM_ACT_SEND:
 		kdsm_wire(&m, a->type, ev->page, a->node, a->acks, a->flags);
@@ -303,6 +308,7 @@ void kdsm_defer(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 		[KDSM_DEFER_ZAP] = KDSM_STAT_EV_DEFER_ZAP,
 		[KDSM_DEFER_NOBUF] = KDSM_STAT_EV_DEFER_NOBUF,
 		[KDSM_DEFER_ORDER] = KDSM_STAT_EV_DEFER_ORDER,
+		[KDSM_DEFER_MODE] = KDSM_STAT_EV_DEFER_MODE,
 	};
 
 	lockdep_assert_held(&kd->lock);
@@ -341,8 +347,9 @@ static int kdsm_engine_event(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 		kdsm_ev_put(kd, ev);	/* dropped: the cluster failed */
 		return 0;
 	}
-	if (kd->defer[ev->page]) {
-		ev->reason = KDSM_DEFER_ORDER;
+	if (kd->defer[ev->page] || (kd->options & KDSM_OPT_MODES)) {
+		ev->reason = kd->defer[ev->page] ? KDSM_DEFER_ORDER :
+			     KDSM_DEFER_MODE;
 		kdsm_defer(kd, ev);
 		spin_unlock_bh(&kd->lock);
 		return 0;

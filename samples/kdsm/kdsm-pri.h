@@ -38,6 +38,7 @@
 #include "proto.h"
 
 /* Options every node must share (HELLO); the rest are each node's own */
+#define KDSM_OPT_MODES	(KDSM_OPT_MODE_TASK | KDSM_OPT_MODE_SIM)
 #define KDSM_OPT_SHARED	(KDSM_OPT_FETCH_READ | KDSM_OPT_WEAK)
 
 #define KDSM_DEPTH		32	/* receive buffers per endpoint */
@@ -123,6 +124,7 @@ enum kdsm_defer_reason {
 	KDSM_DEFER_ZAP = 1,
 	KDSM_DEFER_NOBUF,
 	KDSM_DEFER_ORDER,
+	KDSM_DEFER_MODE,	/* mode T or S: every peer message */
 };
 
 /* an event's messages to its own node not yet run; see engine.c */

@@ -38,6 +38,7 @@ static const char *const kdsm_stat_names2[] = {
 	[KDSM_STAT_CAS_RETRIES - KDSM_STAT_ATOMIC_LOCKS] = "cas_retries",
 	[KDSM_STAT_DEFER_WAKES - KDSM_STAT_ATOMIC_LOCKS] = "defer_wakes",
 	[KDSM_STAT_DEFER_WAKE_NS - KDSM_STAT_ATOMIC_LOCKS] = "defer_wake_ns",
+	[KDSM_STAT_EV_DEFER_MODE - KDSM_STAT_ATOMIC_LOCKS] = "events_deferred_mode",
 };
 
 static_assert(ARRAY_SIZE(kdsm_stat_names2) ==

@@ -282,7 +282,8 @@ int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
 		spin_unlock_bh(&kd->lock);
 		return 0;
 	}
-	ret = kd->sync_defer ? -EAGAIN : kdsm_sync_apply(kd, from, s);
+	ret = kd->sync_defer || (kd->options & KDSM_OPT_MODES) ? -EAGAIN :
+	      kdsm_sync_apply(kd, from, s);
 	spin_unlock_bh(&kd->lock);
 	if (ret != -EAGAIN)
 		return ret;
@@ -304,9 +305,11 @@ int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
 		return 0;
 	}
 	/* it may fit now; if not, keep arrival order behind the others */
-	ret = kd->sync_defer ? -EAGAIN : kdsm_sync_apply(kd, from, s);
+	ret = kd->sync_defer || (kd->options & KDSM_OPT_MODES) ? -EAGAIN :
+	      kdsm_sync_apply(kd, from, s);
 	if (ret == -EAGAIN) {
 		ev->reason = kd->sync_defer ? KDSM_DEFER_ORDER :
+			     (kd->options & KDSM_OPT_MODES) ? KDSM_DEFER_MODE :
 			     KDSM_DEFER_NOBUF;
 		kdsm_defer(kd, ev);
 		ev = NULL;

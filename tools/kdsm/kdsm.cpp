@@ -178,7 +178,8 @@ std::map<std::string, std::uint64_t> named_stats(const status &s)
     for (unsigned i = 0; i < KDSM_HIST_BUCKETS; i++)
         out["fault_us_" + std::to_string(1u << i)] = s.stat(KDSM_STAT_FAULT_HIST + i);
     static const char *const more[] = {"atomic_locks", "atomic_ops", "cas_retries",
-                                         "defer_wakes", "defer_wake_ns"};
+                                         "defer_wakes", "defer_wake_ns",
+                                         "events_deferred_mode"};
     static_assert(std::size(more) == __KDSM_STAT_MAX - KDSM_STAT_ATOMIC_LOCKS);
     for (unsigned i = 0; i < std::size(more); i++)
         out[more[i]] = s.stat(KDSM_STAT_ATOMIC_LOCKS + i);

@@ -4,7 +4,8 @@
 //
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
-//                  [--defer-to highpri|normal|fifo] [--weak] [--wait]
+//                  [--defer-to highpri|normal|fifo] [--mode K|T|S] [--weak]
+//                  [--wait]
 //   kdsmctl status [--stats]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -21,7 +22,8 @@ namespace {
     std::fprintf(stderr,
                  "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
                  "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
-                 "                      [--defer-to highpri|normal|fifo] [--wait]\n"
+                 "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
+                 "                      [--wait]\n"
                  "       kdsmctl status [--stats]\n"
                  "       kdsmctl delete\n");
     std::exit(2);
@@ -75,6 +77,15 @@ int create(int argc, char **argv)
             else if (t == "fifo")
                 c.options |= KDSM_OPT_DEFER_FIFO;
             else if (t != "highpri")
+                usage();
+        } else if (a == "--mode") {
+            const std::string m = next();
+            c.options &= ~(KDSM_OPT_MODE_TASK | KDSM_OPT_MODE_SIM);
+            if (m == "T")
+                c.options |= KDSM_OPT_MODE_TASK;
+            else if (m == "S")
+                c.options |= KDSM_OPT_MODE_SIM;
+            else if (m != "K")
                 usage();
         } else if (a == "--weak") {
             c.options |= KDSM_OPT_WEAK;

@@ -55,7 +55,16 @@ enum kdsm_placement {
  */
 #define KDSM_OPT_DEFER_NORMAL	0x4
 #define KDSM_OPT_DEFER_FIFO	0x8
-#define KDSM_OPT_ALL		0xf
+/*
+ * Modes for comparison with the paper (Documentation/kdsm-modes.rst):
+ * TASK handles every peer message in process context (the paper's "task
+ * queue"); SIM is TASK plus a 1 us delay before each action that would
+ * need a system call at user level (the paper's "user-level
+ * simulation").  Neither: softirq first (mode K).
+ */
+#define KDSM_OPT_MODE_TASK	0x10
+#define KDSM_OPT_MODE_SIM	0x20
+#define KDSM_OPT_ALL		0x3f
 
 enum kdsm_state {
 	KDSM_STATE_NONE,	/* no cluster */
@@ -120,6 +129,7 @@ enum kdsm_stat {
 	KDSM_STAT_CAS_RETRIES,		/* a CAS found another tail: again */
 	KDSM_STAT_DEFER_WAKES,		/* the deferral worker started */
 	KDSM_STAT_DEFER_WAKE_NS,	/* summed queueing-to-start of it */
+	KDSM_STAT_EV_DEFER_MODE,	/* deferred: mode T or S */
 	__KDSM_STAT_MAX,
 };
 

@@ -126,7 +126,7 @@ inline void report(const char *name, const kdsm::status &a, const kdsm::status &
     const std::uint64_t soft = d(KDSM_STAT_EV_SOFTIRQ);
     // kdsm's own deferrals (DEFER_NS); kvmsg's (NOMEM) count for the share
     const std::uint64_t queued = d(KDSM_STAT_EV_DEFER_ZAP) + d(KDSM_STAT_EV_DEFER_NOBUF) +
-                                 d(KDSM_STAT_EV_DEFER_ORDER);
+                                 d(KDSM_STAT_EV_DEFER_ORDER) + d(KDSM_STAT_EV_DEFER_MODE);
     const std::uint64_t deferred = queued + d(KDSM_STAT_EV_DEFER_NOMEM);
     const std::uint64_t faults = d(KDSM_STAT_READ_FAULTS) + d(KDSM_STAT_WRITE_FAULTS);
     const std::uint64_t wakes = d(KDSM_STAT_DEFER_WAKES);
