@@ -4,7 +4,7 @@
   ./kvlab demo [--kernel 6.1]      boot 2 guests, run the kping exchange
   ./kvlab test [--suite a,b]       run every suite; ends "N passed, N failed, N skipped"
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
-  ./kvlab bench rtt|protect|dsm-defer   side-by-side benchmarks in guests
+  ./kvlab bench rtt|protect|dsm-defer|dsm-fault   side-by-side benchmarks
 """
 import argparse
 import re
@@ -200,7 +200,8 @@ def main(argv=None):
     p = sub.add_parser("build", help="build modules against distro headers")
     p.add_argument("--kernel", action="append", default=None)
     p = sub.add_parser("bench", help="side-by-side benchmarks in guests")
-    p.add_argument("which", choices=["rtt", "protect", "dsm-defer"])
+    p.add_argument("which", choices=["rtt", "protect", "dsm-defer",
+                                        "dsm-fault"])
     p.add_argument("--kernel", default="6.1")
     p.add_argument("--quick", action="store_true",
                    help="fewer repetitions (a smoke run, not a measurement)")
