@@ -4,7 +4,7 @@
   ./kvlab demo [--kernel 6.1]      boot 2 guests, run the kping exchange
   ./kvlab test [--suite a,b]       run every suite; ends "N passed, N failed, N skipped"
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
-  ./kvlab bench rtt|protect|dsm-defer|dsm-fault   side-by-side benchmarks
+  ./kvlab bench rtt|protect|dsm-defer|dsm-fault|dsm-apps   side by side
 """
 import argparse
 import re
@@ -181,6 +181,8 @@ def cmd_bench(args):
     import importlib
     mod = importlib.import_module(
         f"testbed.bench_{args.which.replace('-', '_')}")
+    if args.kernel is None:
+        args.kernel = getattr(mod, "DEFAULT_KERNEL", "6.1")
     return mod.main(args)
 
 
@@ -201,8 +203,9 @@ def main(argv=None):
     p.add_argument("--kernel", action="append", default=None)
     p = sub.add_parser("bench", help="side-by-side benchmarks in guests")
     p.add_argument("which", choices=["rtt", "protect", "dsm-defer",
-                                        "dsm-fault"])
-    p.add_argument("--kernel", default="6.1")
+                                        "dsm-fault", "dsm-apps"])
+    p.add_argument("--kernel", default=None,
+                   help="6.1 or 6.12 (default: the benchmark's own, else 6.1)")
     p.add_argument("--quick", action="store_true",
                    help="fewer repetitions (a smoke run, not a measurement)")
     args = ap.parse_args(argv)

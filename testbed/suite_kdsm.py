@@ -75,10 +75,12 @@ def formed(res, suite, nodes, what, pages=PAGES, extra=""):
 
 
 def spmd(nodes, cmd, timeout=600):
-    """Run @cmd on every node at once; return [(node, rc, output)]."""
+    """Run @cmd on every node at once; return [(node, rc, output)].
+    @cmd: one command for all, or a callable giving each node's."""
+    line = cmd if callable(cmd) else (lambda n: cmd)
     for n in nodes[1:]:
-        n.run(f"({cmd}; echo rc=$?) > /tmp/spmd.out 2>&1 &", timeout=30)
-    r0 = nodes[0].run(f"{cmd}; echo rc=$?", timeout=timeout)
+        n.run(f"({line(n)}; echo rc=$?) > /tmp/spmd.out 2>&1 &", timeout=30)
+    r0 = nodes[0].run(f"{line(nodes[0])}; echo rc=$?", timeout=timeout)
     res = [(nodes[0], r0.out)]
     for n in nodes[1:]:
         r = n.run("for i in $(seq 600); do grep -q rc= /tmp/spmd.out && "
