@@ -25,13 +25,15 @@ writes with 0, 1 and 2 sharers besides the owner (k = 0, 1, 2; k = 2
 takes three copies away, the most 4 nodes allow).  Ratios per round
 (testbed/benchmethod.py).  A variant the kernel cannot run (userfaultfd
 write-protect on shmem needs 6.6+) is reported as missing with its
-reason, never dropped silently.  Writes build/bench/dsm-fault.json and
+reason, never dropped silently.  After the rounds, one more K run with
+kdsm's tracepoints on splits a read fault into its parts
+(testbed/dsm_trace.py).  Writes build/bench/dsm-fault.json and
 dsm-fault.svg.
 """
 import json
 import re
 
-from . import udsm
+from . import dsm_trace, udsm
 from .benchmethod import fmt, per_round_ratio, rotated, spread
 from .common import HarnessError, Phase, build_dir, log
 
@@ -229,9 +231,13 @@ def main(args):
                     runs[m].append(row)
             log(f"round {rnd + 1 - warmup}/{rounds}" if rnd >= warmup
                 else "warm-up round done")
+        with Phase("traced K run: where a read fault's time goes"):
+            breakdown = dsm_trace.read_fault_breakdown(
+                c.nodes, iters, lambda: r.kernel("K")["read"])
         for n in c.nodes:
             n.run("rmmod kdsm kvmem kverbs", timeout=120)
     data = summarize(k, runs, r.unsupported, rounds, warmup, iters)
+    data["read_fault_breakdown_K_us"] = breakdown
     out = build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)
     (out / "dsm-fault.json").write_text(json.dumps(data, indent=2) + "\n")
@@ -261,5 +267,7 @@ def main(args):
     print("  K read over raw: "
           f"{fmt(data['ratio_read_fault_kernel_over_raw_spread'])} "
           f"(goal <= {GOALS['read_fault_kernel_over_raw']})")
+    print("  K read fault, traced (median us): " + ", ".join(
+        f"{key} {v}" for key, v in breakdown.items()))
     print(f"\nwrote {out / 'dsm-fault.json'} and dsm-fault.svg")
     return 0
