@@ -31,11 +31,13 @@ ROWS = {"read": "read, O = H",
 
 
 def _parse(out):
-    """{row key: mean R latency in us} from node 1's kdsm-faults table."""
+    """{row key: mean R latency in us} from node 1's kdsm-faults table
+    (its "R us" column; "R med us", the median, follows it)."""
     got = {}
     for key, name in ROWS.items():
         m = re.search(re.escape(name) + r"\s+\d+\s+[\d.]+\s+\d+\s+[\d.]+\s+"
-                      r"\d+\s+[\d.]+\s+([\d.]+)(\s+MISMATCH)?\n", out)
+                      r"\d+\s+[\d.]+\s+([\d.]+)\s+[\d.]+(\s+MISMATCH)?\n",
+                      out)
         if not m or m.group(2):
             return None
         got[key] = float(m.group(1))
