@@ -390,5 +390,26 @@ class ResultsSkips(unittest.TestCase):
         self.assertNotIn("skipped:", res.summary())
 
 
+
+class DsmFaultTable(unittest.TestCase):
+    """bench dsm-fault reads kdsm-faults' rows as faults.cpp prints them
+    (its row format, taken from the source): the mean ("R us"), not the
+    median that follows it; a MISMATCH row is no result."""
+
+    def row(self, name, mismatch=False):
+        src = (REPO / "tools/kdsm/apps/faults.cpp").read_text()
+        fmt = next(l.split('"')[1] for l in src.splitlines()
+                   if 'std::printf("%-42s %9u' in l)
+        return (fmt % (name, 3, 3.0, 1, 1.0, 0, 0.0, 812.5, 790.25,
+                       "  MISMATCH" if mismatch else "")).replace("\\n", "\n")
+
+    def test_mean_column(self):
+        from testbed.bench_dsm_fault import ROWS, _parse
+        out = "".join(self.row(n) for n in ROWS.values())
+        self.assertEqual(_parse(out), {k: 812.5 for k in ROWS})
+        bad = out.replace(self.row(ROWS["read"]), self.row(ROWS["read"], True))
+        self.assertIsNone(_parse(bad))
+
+
 if __name__ == "__main__":
     unittest.main()
