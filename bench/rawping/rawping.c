@@ -158,6 +158,9 @@ struct rawping_hello {
 #define RAWPING_HELLO_MIN	offsetofend(struct rawping_hello, inline_max)
 #define RAWPING_HELLO_CHECK	BIT(0)
 
+/* rdma_cm over IB leaves a REQ 56 bytes of private data after its header. */
+static_assert(sizeof(struct rawping_hello) <= 56);
+
 /*
  * One connection.  The @tx_used busy send slots are the ones just before
  * @tx_next, the next to post (mod RAWPING_TX_SLOTS).  The server queues
