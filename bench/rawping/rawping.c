@@ -6,7 +6,7 @@
  *
  *   insmod rawping.ko [port=18517] [inline_send=1]        # echo server
  *   insmod rawping.ko server=IP count=N size=S outstanding=O
- *                     [check=0] [inline_send=1]
+ *                     [check=0] [inline_send=1] [page=1]
  *
  * @size is the bytes each message puts on the wire (16..4096; the RTT
  * benchmark passes 80, kping's 64 B message plus the 16 B kvmsg header
@@ -39,7 +39,19 @@
  * logs one line (here wrapped):
  *
  *   rawping: result count=N size=S outstanding=O median_ns=X p99_ns=Y
- *            msgs_per_s=Z inline=0|1 signal_every=16 check=0|1
+ *            msgs_per_s=Z inline=0|1 signal_every=16 check=0|1 page=0|1
+ *            [page_mismatches=M]
+ *
+ * page=1 is the raw limit of a DSM read fault's data path: the client
+ * registers a 4 KiB page for remote write (FRWR, iova 0, so the wire
+ * carries no kernel or DMA address) and sends its rkey in its hello; the
+ * server answers each ping with one unsignaled 4 KiB RDMA write into that
+ * page and then the echo on the same QP, so RC ordering lands the data
+ * before the echo.  With check=1 the server fills the page from the
+ * ping's sequence number and the client verifies it on each echo, after
+ * taking the RTT; page_mismatches counts the rounds whose page was wrong,
+ * and any makes the run fail once the result is logged.  page=1 needs
+ * outstanding=1: the server writes every page from one source buffer.
  *
  * Benchmark code, not a library: one connection per client, a handful on
  * the server, fixed sizes.
@@ -51,6 +63,7 @@
 #include <linux/inet.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/workqueue.h>
@@ -79,23 +92,33 @@ MODULE_PARM_DESC(check, "1: fill and verify the payload; 0: sequence number and 
 static bool inline_send;
 module_param(inline_send, bool, 0444);
 MODULE_PARM_DESC(inline_send, "post sends IB_SEND_INLINE when the QP takes the message inline");
+static bool rawping_page_mode;
+module_param_named(page, rawping_page_mode, bool, 0444);
+MODULE_PARM_DESC(page, "1: the server RDMA-writes a 4 KiB page before each echo; needs outstanding=1 (client)");
 
 #define RAWPING_SLOTS	64	/* receive slots; the most pings in flight */
 #define RAWPING_SIGNAL_EVERY	(RAWPING_SLOTS / 4)
 #define RAWPING_TX_SLOTS	(RAWPING_SLOTS + RAWPING_SIGNAL_EVERY)
 #define RAWPING_MAX	4096
 #define RAWPING_MAX_CONN	8
+#define RAWPING_PAGE	4096	/* page mode: the bytes of each RDMA write */
 
 /*
  * Queue budget, per connection:
  *
- * Send queue, max_send_wr = RAWPING_TX_SLOTS + 1 = 81:
+ * Send queue, max_send_wr = RAWPING_TX_SLOTS + 1 = 81 (page mode:
+ * 2 * RAWPING_TX_SLOTS + 2 = 162, see rawping_send_wrs()):
  *   1. 80 sends, one per send slot.  A send is posted only into a free
  *      slot, and a slot is freed only when a signaled send at or after it
  *      completed; the provider retired those SQ entries before it handed
  *      us that completion, so busy slots cover every SQ entry in use,
  *      unsignaled ones included.
- *   2. 1 for the drain WR of ib_drain_qp() at teardown.
+ *   2. Page mode: 80 RDMA writes, the server's, one posted just before
+ *      each echo and unsignaled; it is retired with its slot's send, so a
+ *      busy slot covers two SQ entries.
+ *   3. Page mode: 1 for the client's IB_WR_REG_MR, signaled and completed
+ *      before the first ping is posted.
+ *   4. 1 for the drain WR of ib_drain_qp() at teardown.
  * Why 64 + 16 slots: up to 64 sends may be in flight (the client's window,
  * or the server's echoes of it), plus at most 15 that completed unsignaled
  * and wait for the next signal.  If the ring still fills (a reply outran
@@ -106,8 +129,8 @@ MODULE_PARM_DESC(inline_send, "post sends IB_SEND_INLINE when the QP takes the m
  *   1. 64 receives, one per receive slot: one per ping in flight.
  *   2. 1 for the drain WR.
  *
- * CQ, 146 entries: every WR of either queue completes at most once, a
- * flush included: 81 + 65.
+ * CQ, 146 entries (page mode 227): every WR of either queue completes at
+ * most once, a flush included, unsignaled ones too: 81 + 65 (162 + 65).
  *
  * Signaling: the send in slot s is signaled iff s % 16 == 15.  The ring
  * is a multiple of 16 slots and a completion frees up to a signaled slot,
@@ -118,12 +141,25 @@ static_assert(RAWPING_TX_SLOTS % RAWPING_SIGNAL_EVERY == 0);
 
 /*
  * Connection private data: the client's @size one way, the largest
- * message the server sends inline (0: none) the other.
+ * message the server sends inline (0: none) the other.  Page mode: the
+ * client's page (its length, RAWPING_PAGE, and its rkey, at iova 0) and
+ * whether the server fills it (RAWPING_HELLO_CHECK); the server answers
+ * with @page_len RAWPING_PAGE when it writes the page.  A hello shorter
+ * than the struct (an older rawping) reads as zeros past its end: no page.
  */
 struct rawping_hello {
 	__be32 size;
 	__be32 inline_max;
+	__be32 page_len;
+	__be32 rkey;
+	__be32 flags;
 };
+
+#define RAWPING_HELLO_MIN	offsetofend(struct rawping_hello, inline_max)
+#define RAWPING_HELLO_CHECK	BIT(0)
+
+/* rdma_cm over IB leaves a REQ 56 bytes of private data after its header. */
+static_assert(sizeof(struct rawping_hello) <= 56);
 
 /*
  * One connection.  The @tx_used busy send slots are the ones just before
@@ -146,6 +182,24 @@ struct rawping_conn {
 	u64 tx_dma;
 	struct ib_cqe rx_cqe[RAWPING_SLOTS];
 	struct ib_cqe tx_cqe[RAWPING_TX_SLOTS];
+	/*
+	 * Page mode.  Client: @page_buf is the registered page, mapped as
+	 * @page_sg, its MR @mr; @reg_cqe completes the registration.  Server:
+	 * @page_buf is the write's source at @page_dma, one for the
+	 * connection: the client waits for echo n, which RC orders after
+	 * write n's data, before it sends ping n + 1 (outstanding=1), so the
+	 * device no longer reads the buffer when the server fills it again.
+	 * @write_cqe: the writes are unsignaled; only a flush completes one.
+	 */
+	bool page_mode;
+	bool page_check;	/* server: fill the page; client: verify it */
+	u8 *page_buf;
+	struct scatterlist page_sg;
+	u64 page_dma;
+	struct ib_mr *mr;
+	struct ib_cqe reg_cqe;
+	struct ib_cqe write_cqe;
+	u32 remote_rkey;	/* server: the client's page */
 	u32 tx_next;
 	u32 tx_used;
 	u32 msg_len;		/* the messages' size, 0 if unknown */
@@ -163,6 +217,7 @@ struct rawping_conn {
 	u32 peer_inline_max;
 	u32 sent;
 	u32 replies;
+	u32 page_mismatches;
 	u64 *t0;
 	u64 *rtt;
 };
@@ -175,6 +230,22 @@ static DEFINE_MUTEX(rawping_lock);	/* rawping_conns */
 static u8 rawping_pattern(u32 seq, u32 i)
 {
 	return seq * 13 + i;
+}
+
+/*
+ * Page mode, check=1: word @i of the page written for ping @seq.  Pages
+ * of different pings differ in every word (for 2^22 pings), and no word
+ * of ping 0's page is 0, so a write that did not land shows.
+ */
+static u32 rawping_page_word(u32 seq, u32 i)
+{
+	return (seq * (RAWPING_PAGE / 4) + i) ^ 0x5a5a5a5a;
+}
+
+/* SQ entries of @c's QP: see "Queue budget". */
+static u32 rawping_send_wrs(const struct rawping_conn *c)
+{
+	return c->page_mode ? 2 * RAWPING_TX_SLOTS + 2 : RAWPING_TX_SLOTS + 1;
 }
 
 /*
@@ -251,10 +322,12 @@ static bool rawping_tx_full(const struct rawping_conn *c)
 /*
  * Post @len bytes from the next send slot, which must be free: a copy of
  * @src (server), or else ping @seq (client), whose t0 goes to *@t0 once
- * the payload is written.
+ * the payload is written.  @pre (page mode's RDMA write, unsignaled) is
+ * posted in the same call, just before the send; the slot accounts for
+ * both SQ entries.
  */
 static int rawping_post_send(struct rawping_conn *c, const u8 *src, u32 len,
-			     u32 seq, u64 *t0)
+			     u32 seq, u64 *t0, struct ib_send_wr *pre)
 {
 	u32 slot = c->tx_next;
 	u8 *p = c->tx_buf + slot * RAWPING_MAX;
@@ -298,7 +371,9 @@ static int rawping_post_send(struct rawping_conn *c, const u8 *src, u32 len,
 		wr.send_flags |= IB_SEND_INLINE;
 	if (slot % RAWPING_SIGNAL_EVERY == RAWPING_SIGNAL_EVERY - 1)
 		wr.send_flags |= IB_SEND_SIGNALED;
-	ret = ib_post_send(c->id->qp, &wr, NULL);
+	if (pre)
+		pre->next = &wr;
+	ret = ib_post_send(c->id->qp, pre ?: &wr, NULL);
 	if (ret)
 		return ret;
 	c->tx_next = (slot + 1) % RAWPING_TX_SLOTS;
@@ -315,7 +390,7 @@ static int rawping_fill_window(struct rawping_conn *c)
 	while (c->sent < count && c->sent - c->replies < outstanding &&
 	       !rawping_tx_full(c)) {
 		ret = rawping_post_send(c, NULL, size, c->sent,
-					&c->t0[c->sent]);
+					&c->t0[c->sent], NULL);
 		if (ret)
 			return ret;
 		c->sent++;
@@ -323,17 +398,65 @@ static int rawping_fill_window(struct rawping_conn *c)
 	return 0;
 }
 
+/*
+ * Server, page mode: the RDMA write of the page that answers ping @src
+ * into the client's page, in *@wr and *@sge for rawping_post_send().
+ */
+static int rawping_page_write(struct rawping_conn *c, const u8 *src,
+			      u32 len, struct ib_rdma_wr *wr,
+			      struct ib_sge *sge)
+{
+	__be32 *w = (__be32 *)c->page_buf;
+	u32 seq, i;
+
+	if (len < sizeof(__be32))
+		return -EBADMSG;
+	if (c->page_check) {
+		seq = be32_to_cpu(*(const __be32 *)src);
+		for (i = 0; i < RAWPING_PAGE / 4; i++)
+			w[i] = cpu_to_be32(rawping_page_word(seq, i));
+		ib_dma_sync_single_for_device(c->pd->device, c->page_dma,
+					      RAWPING_PAGE, DMA_TO_DEVICE);
+	}
+	*sge = (struct ib_sge) {
+		.addr = c->page_dma,
+		.length = RAWPING_PAGE,
+		.lkey = c->pd->local_dma_lkey,
+	};
+	*wr = (struct ib_rdma_wr) {
+		.wr = {
+			.wr_cqe = &c->write_cqe,
+			.sg_list = sge,
+			.num_sge = 1,
+			.opcode = IB_WR_RDMA_WRITE,
+		},
+		.remote_addr = 0,	/* the client registered at iova 0 */
+		.rkey = c->remote_rkey,
+	};
+	return 0;
+}
+
 /* Server: echo the queued receives, in order, while send slots last. */
 static int rawping_echo(struct rawping_conn *c)
 {
+	struct ib_rdma_wr write;
+	struct ib_sge write_sge;
+	const u8 *src;
 	u32 slot;
 	int ret;
 
 	lockdep_assert_held(&c->lock);
 	while (c->pend_tail != c->pend_head && !rawping_tx_full(c)) {
 		slot = c->pend[c->pend_tail % RAWPING_SLOTS];
-		ret = rawping_post_send(c, c->rx_buf + slot * RAWPING_MAX,
-					c->rx_len[slot], 0, NULL);
+		src = c->rx_buf + slot * RAWPING_MAX;
+		if (c->page_mode) {
+			ret = rawping_page_write(c, src, c->rx_len[slot],
+						 &write, &write_sge);
+			if (ret)
+				return ret;
+		}
+		ret = rawping_post_send(c, src, c->rx_len[slot], 0, NULL,
+					c->page_mode ? &write.wr : NULL);
 		if (ret)
 			return ret;
 		c->pend_tail++;
@@ -379,6 +502,28 @@ static void rawping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 		rawping_fail(c, ret);
 }
 
+/*
+ * Client, page mode, check=1: the page as the server wrote it for ping
+ * @seq?  A wrong page counts, and the first is logged; the run goes on.
+ */
+static void rawping_page_verify(struct rawping_conn *c, u32 seq)
+{
+	struct ib_device *dev = c->pd->device;
+	const __be32 *w = (const __be32 *)c->page_buf;
+	u32 i;
+
+	ib_dma_sync_single_for_cpu(dev, c->page_dma, RAWPING_PAGE,
+				   DMA_FROM_DEVICE);
+	for (i = 0; i < RAWPING_PAGE / 4; i++)
+		if (be32_to_cpu(w[i]) != rawping_page_word(seq, i))
+			break;
+	if (i < RAWPING_PAGE / 4 && !c->page_mismatches++)
+		pr_err("page of ping %u: word %u is %#x, not %#x\n", seq, i,
+		       be32_to_cpu(w[i]), rawping_page_word(seq, i));
+	ib_dma_sync_single_for_device(dev, c->page_dma, RAWPING_PAGE,
+				      DMA_FROM_DEVICE);
+}
+
 static int rawping_check(const u8 *p, u32 len, u32 seq)
 {
 	u32 i;
@@ -402,6 +547,8 @@ static int rawping_reply(struct rawping_conn *c, const u8 *p, u32 len,
 				     -EBADMSG;
 	if (!ret) {
 		c->rtt[c->replies] = ktime_get_ns() - c->t0[c->replies];
+		if (c->page_check)	/* after t1: the RTT excludes it */
+			rawping_page_verify(c, c->replies);
 		ret = rawping_repost(c, slot);
 	}
 	if (!ret && ++c->replies == count)
@@ -440,6 +587,26 @@ static void rawping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		rawping_fail(c, ret);
 }
 
+/* Client: the page's registration, posted and waited for before the run. */
+static void rawping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rawping_conn *c = cq->cq_context;
+
+	if (wc->status != IB_WC_SUCCESS)
+		rawping_fail(c, rawping_wc_error(wc));
+	else
+		complete(&c->event);
+}
+
+/* Server: an RDMA write is unsignaled; only an error completes it. */
+static void rawping_write_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct rawping_conn *c = cq->cq_context;
+
+	rawping_fail(c, wc->status == IB_WC_SUCCESS ? -EIO :
+			rawping_wc_error(wc));
+}
+
 static void rawping_conn_free(struct rawping_conn *c)
 {
 	struct ib_device *dev;
@@ -454,6 +621,14 @@ static void rawping_conn_free(struct rawping_conn *c)
 		rdma_destroy_qp(c->id);
 	}
 	dev = c->pd ? c->pd->device : NULL;
+	/* No WR references the MR once the QP is gone: its keys die here. */
+	if (c->mr)
+		ib_dereg_mr(c->mr);
+	if (c->page_dma && c->is_client)
+		ib_dma_unmap_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE);
+	else if (c->page_dma)
+		ib_dma_unmap_single(dev, c->page_dma, RAWPING_PAGE,
+				    DMA_TO_DEVICE);
 	if (c->rx_dma)
 		ib_dma_unmap_single(dev, c->rx_dma,
 				    RAWPING_SLOTS * RAWPING_MAX,
@@ -470,6 +645,7 @@ static void rawping_conn_free(struct rawping_conn *c)
 		rdma_destroy_id(c->id);
 	kfree(c->rx_buf);
 	kfree(c->tx_buf);
+	kfree(c->page_buf);
 	kvfree(c->t0);
 	kvfree(c->rtt);
 	kfree(c);
@@ -483,7 +659,7 @@ static int rawping_create_qp(struct rawping_conn *c, u32 inline_data,
 		.send_cq = c->cq,
 		.recv_cq = c->cq,
 		.cap = {
-			.max_send_wr = RAWPING_TX_SLOTS + 1,
+			.max_send_wr = rawping_send_wrs(c),
 			.max_recv_wr = RAWPING_SLOTS + 1,
 			.max_send_sge = 1,
 			.max_recv_sge = 1,
@@ -500,6 +676,48 @@ static int rawping_create_qp(struct rawping_conn *c, u32 inline_data,
 	return ret;
 }
 
+/*
+ * Page mode: the client's page, mapped and registered at iova 0 (posted
+ * by rawping_register_page()), or the server's source page, mapped.
+ * kmalloc() aligns a power-of-two size to itself: the page is one MR
+ * page, at offset 0.
+ */
+static int rawping_setup_page(struct rawping_conn *c)
+{
+	struct ib_device *dev = c->pd->device;
+	int n;
+
+	c->page_buf = kzalloc(RAWPING_PAGE, GFP_KERNEL);
+	if (!c->page_buf)
+		return -ENOMEM;
+	if (!c->is_client) {
+		c->page_dma = ib_dma_map_single(dev, c->page_buf, RAWPING_PAGE,
+						DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(dev, c->page_dma)) {
+			c->page_dma = 0;
+			return -ENOMEM;
+		}
+		c->write_cqe.done = rawping_write_done;
+		return 0;
+	}
+	sg_init_one(&c->page_sg, c->page_buf, RAWPING_PAGE);
+	if (ib_dma_map_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE) != 1)
+		return -ENOMEM;
+	c->page_dma = sg_dma_address(&c->page_sg);
+	c->mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(c->mr)) {
+		n = PTR_ERR(c->mr);
+		c->mr = NULL;
+		return n;
+	}
+	n = ib_map_mr_sg(c->mr, &c->page_sg, 1, NULL, RAWPING_PAGE);
+	if (n != 1)
+		return n < 0 ? n : -EINVAL;
+	c->mr->iova = 0;	/* the wire names the page [0, RAWPING_PAGE) */
+	c->reg_cqe.done = rawping_reg_done;
+	return 0;
+}
+
 /* PD, CQ, QP and the posted receive ring, once the device is known. */
 static int rawping_setup_qp(struct rawping_conn *c)
 {
@@ -514,7 +732,7 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		return ret;
 	}
 	c->cq = ib_alloc_cq_any(dev, c,
-				RAWPING_TX_SLOTS + 1 + RAWPING_SLOTS + 1,
+				rawping_send_wrs(c) + RAWPING_SLOTS + 1,
 				IB_POLL_SOFTIRQ);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
@@ -539,6 +757,11 @@ static int rawping_setup_qp(struct rawping_conn *c)
 	if (ib_dma_mapping_error(dev, c->tx_dma)) {
 		c->tx_dma = 0;
 		return -ENOMEM;
+	}
+	if (c->page_mode) {
+		ret = rawping_setup_page(c);
+		if (ret)
+			return ret;
 	}
 	/* A device refuses more inline data than it takes: go without. */
 	ret = rawping_create_qp(c, want, &granted);
@@ -589,21 +812,27 @@ static struct rawping_conn *rawping_conn_alloc(void)
 	return c;
 }
 
-/* The peer's hello, or NULL if it sent none. */
-static const struct rawping_hello *
-rawping_peer_hello(const struct rdma_cm_event *ev)
+/*
+ * The peer's hello in *@h, zero past what it sent; false (and all zero)
+ * if it sent none.
+ */
+static bool rawping_peer_hello(const struct rdma_cm_event *ev,
+			       struct rawping_hello *h)
 {
-	if (!ev->param.conn.private_data ||
-	    ev->param.conn.private_data_len < sizeof(struct rawping_hello))
-		return NULL;
-	return ev->param.conn.private_data;
+	u8 len = ev->param.conn.private_data_len;
+
+	memset(h, 0, sizeof(*h));
+	if (!ev->param.conn.private_data || len < RAWPING_HELLO_MIN)
+		return false;
+	memcpy(h, ev->param.conn.private_data, min_t(size_t, len, sizeof(*h)));
+	return true;
 }
 
 /* Passive side: a slot, a QP, then the accept. */
 static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
-	const struct rawping_hello *peer = rawping_peer_hello(ev);
-	struct rawping_hello hello = {};
+	struct rawping_hello peer, hello = {};
+	u32 page_len;
 	struct rdma_conn_param param;
 	struct rawping_conn *c;
 	int i, ret;
@@ -623,17 +852,30 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	}
 	c->id = id;
 	id->context = c;
-	if (peer)
-		c->msg_len = be32_to_cpu(peer->size);
+	if (rawping_peer_hello(ev, &peer))
+		c->msg_len = be32_to_cpu(peer.size);
 	if (c->msg_len < 16 || c->msg_len > RAWPING_MAX)
 		c->msg_len = 0;
-	ret = rawping_setup_qp(c);
+	page_len = be32_to_cpu(peer.page_len);
+	if (page_len == RAWPING_PAGE) {
+		c->page_mode = true;
+		c->remote_rkey = be32_to_cpu(peer.rkey);
+		c->page_check = be32_to_cpu(peer.flags) & RAWPING_HELLO_CHECK;
+	}
+	if (page_len && !c->page_mode) {
+		pr_warn("client's page is %u bytes, not %u\n", page_len,
+			RAWPING_PAGE);
+		ret = -EPROTO;
+	} else {
+		ret = rawping_setup_qp(c);
+	}
 	if (ret) {
 		pr_warn("refusing a connection: %d\n", ret);
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 	} else {
 		hello.size = cpu_to_be32(c->msg_len);
 		hello.inline_max = cpu_to_be32(c->inline_max);
+		hello.page_len = cpu_to_be32(c->page_mode ? RAWPING_PAGE : 0);
 		rawping_conn_param(&param, &hello);
 		ret = rdma_accept(id, &param);	/* rejects itself on error */
 	}
@@ -645,8 +887,7 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rawping_conn *c = id->context;
-	const struct rawping_hello *peer;
-	struct rawping_hello hello = { .size = cpu_to_be32(size) };
+	struct rawping_hello peer, hello = { .size = cpu_to_be32(size) };
 	struct rdma_conn_param param;
 	int ret = 0;
 
@@ -666,19 +907,29 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = rawping_setup_qp(c);
+		if (ret)
+			break;
+		if (c->page_mode) {
+			hello.page_len = cpu_to_be32(RAWPING_PAGE);
+			hello.rkey = cpu_to_be32(c->mr->rkey);
+			hello.flags = cpu_to_be32(check ? RAWPING_HELLO_CHECK : 0);
+		}
 		rawping_conn_param(&param, &hello);
-		if (!ret)
-			ret = rdma_connect_locked(id, &param);
+		ret = rdma_connect_locked(id, &param);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		WRITE_ONCE(c->established, true);
-		if (c->is_client) {
-			peer = rawping_peer_hello(ev);
-			if (peer)
-				c->peer_inline_max =
-					be32_to_cpu(peer->inline_max);
-			complete(&c->event);
+		if (!c->is_client)
+			break;
+		if (rawping_peer_hello(ev, &peer))
+			c->peer_inline_max = be32_to_cpu(peer.inline_max);
+		if (c->page_mode &&
+		    be32_to_cpu(peer.page_len) != RAWPING_PAGE) {
+			pr_err("page=1: the server does not write the page (an older rawping?)\n");
+			ret = -EPROTO;
+			break;
 		}
+		complete(&c->event);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_ADDR_ERROR:
@@ -717,9 +968,39 @@ static void rawping_log_stall(struct rawping_conn *c)
 	spin_unlock_bh(&c->lock);
 }
 
+/*
+ * Client, page mode: register the page (IB_WR_REG_MR, signaled) and wait
+ * for it, before the first ping, so the server's first write finds it.
+ */
+static int rawping_register_page(struct rawping_conn *c)
+{
+	struct ib_reg_wr wr = {
+		.wr = {
+			.wr_cqe = &c->reg_cqe,
+			.opcode = IB_WR_REG_MR,
+			.send_flags = IB_SEND_SIGNALED,
+		},
+		.mr = c->mr,
+		.key = c->mr->rkey,
+		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+	};
+	long left;
+	int ret;
+
+	ret = ib_post_send(c->id->qp, &wr.wr, NULL);
+	if (ret)
+		return ret;
+	left = wait_for_completion_killable_timeout(&c->event, 5 * HZ);
+	if (left <= 0)
+		return left ? -EINTR : -ETIMEDOUT;
+	reinit_completion(&c->event);
+	return 0;
+}
+
 static int rawping_run(struct rawping_conn *c)
 {
 	u64 start, elapsed, med, p99;
+	char tail[32] = "";
 	bool inl;
 	int ret;
 	long left;
@@ -728,6 +1009,11 @@ static int rawping_run(struct rawping_conn *c)
 	if (inline_send && !inl)
 		pr_info("inline_send: this side sends %u bytes inline, the server %u; %u-byte messages go without\n",
 			c->inline_max, c->peer_inline_max, size);
+	if (c->page_mode) {
+		ret = rawping_register_page(c);
+		if (ret)
+			return ret;
+	}
 	start = ktime_get_ns();
 	/* After reinit_completion(): an error since ESTABLISHED shows here. */
 	spin_lock_bh(&c->lock);
@@ -746,11 +1032,14 @@ static int rawping_run(struct rawping_conn *c)
 	sort(c->rtt, count, sizeof(*c->rtt), rawping_cmp_u64, NULL);
 	med = c->rtt[count / 2];
 	p99 = c->rtt[(count - 1) * 99 / 100];
-	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu inline=%d signal_every=%d check=%u\n",
+	if (c->page_check)
+		snprintf(tail, sizeof(tail), " page_mismatches=%u",
+			 c->page_mismatches);
+	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu inline=%d signal_every=%d check=%u page=%d%s\n",
 		count, size, outstanding, med, p99,
 		div64_u64((u64)count * NSEC_PER_SEC, max_t(u64, elapsed, 1)),
-		inl, RAWPING_SIGNAL_EVERY, check);
-	return 0;
+		inl, RAWPING_SIGNAL_EVERY, check, c->page_mode, tail);
+	return c->page_mismatches ? -EBADMSG : 0;
 }
 
 static int rawping_client(void)
@@ -770,6 +1059,8 @@ static int rawping_client(void)
 		return -ENOMEM;
 	c->is_client = true;
 	c->msg_len = size;
+	c->page_mode = rawping_page_mode;
+	c->page_check = rawping_page_mode && check;
 	c->t0 = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	c->rtt = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	if (!c->t0 || !c->rtt) {
@@ -846,6 +1137,11 @@ static int __init rawping_init(void)
 	}
 	if (!count) {
 		pr_err("count=0: must be at least 1\n");
+		return -EINVAL;
+	}
+	if (rawping_page_mode && outstanding != 1) {
+		pr_err("page=1 needs outstanding=1, not %u: the server writes every page from one buffer\n",
+		       outstanding);
 		return -EINVAL;
 	}
 	return server && *server ? rawping_client() : rawping_server();

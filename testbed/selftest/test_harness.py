@@ -390,5 +390,34 @@ class ResultsSkips(unittest.TestCase):
         self.assertNotIn("skipped:", res.summary())
 
 
+
+class DsmFaultTable(unittest.TestCase):
+    """bench dsm-fault reads kdsm-faults' table as faults.cpp prints it
+    (header and row formats taken from the source): R's median ("R med
+    us"), not the mean before it; a MISMATCH or missing row is no
+    result."""
+
+    def fmt(self, start):
+        src = (REPO / "tools/kdsm/apps/faults.cpp").read_text()
+        return next(l.split('"')[1] for l in src.splitlines()
+                    if start in l).replace("\\n", "\n")
+
+    def table(self, mismatch=None):
+        from testbed.bench_dsm_fault import ROWS
+        head = self.fmt('std::printf("%-42s %9s') % (
+            "fault", "msgs:des", "msgs:got", "W:des", "W:got", "Rd:des",
+            "Rd:got", "R us", "R med us")
+        return head + "".join(self.fmt('std::printf("%-42s %9u') % (
+            n, 3, 3.0, 1, 1.0, 0, 0.0, 812.5, 790.5,
+            "  MISMATCH" if n == mismatch else "") for n in ROWS.values())
+
+    def test_median_column(self):
+        from testbed.bench_dsm_fault import ROWS, parse_faults
+        self.assertEqual(parse_faults(self.table()), {k: 790.5 for k in ROWS})
+        self.assertIsNone(parse_faults(self.table(ROWS["read"])))
+        self.assertIsNone(parse_faults(self.table().replace(
+            ROWS["write_k1"], "write, something else")))
+
+
 if __name__ == "__main__":
     unittest.main()

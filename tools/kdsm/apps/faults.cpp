@@ -19,8 +19,14 @@
 // differs.  Scenarios that need more nodes than the
 // cluster has are skipped, and say so.  Exit 0 when every measured count
 // equals the designed one.
+//
+// Latency: R times the measured access itself (steady_clock around the
+// touching instruction, barriers outside it); "R us" is the mean over the
+// rounds, "R med us" the median, both R's own: the other nodes time
+// nothing and contribute 0 to the sums node 1 prints.
 #include "app.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -54,6 +60,7 @@ const std::vector<scenario> scenarios = {
     {"read, R = H, O remote holds READ", {{3, true}, {4, false}}, {2, false}, {2, 1, 0},
      cost{0, 0, 1}},
     {"write, O = H, k = 0", {}, {1, true}, {3, 1, 0}, {}},
+    {"write, O = H, k = 1", {{3, false}}, {1, true}, {5, 1, 0}, {}},
     {"write, O = H, k = 2", {{3, false}, {4, false}}, {1, true}, {7, 1, 0}, {}},
     {"write, O != H, R != H, k = 0", {{3, true}}, {1, true}, {4, 1, 0}, {}},
     {"write, R = H, O remote, k = 0", {{3, true}}, {2, true}, {2, 1, 0}, {}},
@@ -82,6 +89,7 @@ void touch(volatile std::uint64_t *p, bool write)
 
 struct tally {
     std::uint64_t msgs, rdma, reads, ns, faults;
+    std::uint64_t med_ns;  // R's median over the rounds; 0 at other nodes
     std::array<std::uint32_t, KDSM_WIRE_CTL_FIRST> by_type;
 };
 
@@ -89,6 +97,20 @@ const char *const type_names[KDSM_WIRE_CTL_FIRST] = {
     "?", "read_req", "write_req", "fwd_read", "fwd_write", "inv", "inv_ack",
     "read_reply", "write_reply", "done",
 };
+
+// The median of @v (the mean of the middle two for an even count); 0 if empty.
+std::uint64_t median(std::vector<std::uint64_t> v)
+{
+    if (v.empty())
+        return 0;
+    const std::size_t h = v.size() / 2;
+    std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(h), v.end());
+    const std::uint64_t hi = v[h];
+    if (v.size() % 2)
+        return hi;
+    const std::uint64_t lo = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(h));
+    return lo + (hi - lo) / 2;
+}
 
 }  // namespace
 
@@ -123,6 +145,7 @@ int main(int argc, char **argv)
             const scenario &s = scenarios[i];
             if (nodes_needed(s) > nn)
                 continue;
+            std::vector<std::uint64_t> lat;  // R: each round's access, in ns
             for (unsigned round = 0; round < o.iters; round++, page++) {
                 auto *p = reinterpret_cast<volatile std::uint64_t *>(dsm.base() +
                                                                    page * dsm.page_size());
@@ -136,7 +159,11 @@ int main(int argc, char **argv)
                 if (s.measured.node == me) {
                     const auto t0 = std::chrono::steady_clock::now();
                     touch(p, s.measured.write);
-                    mine[i].ns += std::uint64_t(app::seconds_since(t0) * 1e9);
+                    const auto t1 = std::chrono::steady_clock::now();
+                    const auto ns = std::uint64_t(
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+                    mine[i].ns += ns;
+                    lat.push_back(ns);
                 }
                 dsm.barrier_all();
                 const kdsm::status b = dsm.counters();
@@ -152,6 +179,7 @@ int main(int argc, char **argv)
                 mine[i].reads += (b.stat(KDSM_STAT_RDMA_READ_BYTES) -
                                   a.stat(KDSM_STAT_RDMA_READ_BYTES)) / dsm.page_size();
             }
+            mine[i].med_ns = median(std::move(lat));
         }
         for (std::size_t i = 0; i < ns; i++)
             all[(me - 1) * ns + i] = mine[i];
@@ -161,8 +189,8 @@ int main(int argc, char **argv)
         if (me == 1) {
             std::printf("faults: %u nodes, %u faults per kind, H = node 2%s\n", nn, o.iters,
                         fetch ? ", fetch by RDMA read" : "");
-            std::printf("%-42s %9s %9s %6s %6s %6s %6s %10s\n", "fault", "msgs:des",
-                        "msgs:got", "W:des", "W:got", "Rd:des", "Rd:got", "R us");
+            std::printf("%-42s %9s %9s %6s %6s %6s %6s %10s %10s\n", "fault", "msgs:des",
+                        "msgs:got", "W:des", "W:got", "Rd:des", "Rd:got", "R us", "R med us");
             for (std::size_t i = 0; i < ns; i++) {
                 const scenario &s = scenarios[i];
                 if (nodes_needed(s) > nn) {
@@ -176,6 +204,7 @@ int main(int argc, char **argv)
                     t.reads += all[n * ns + i].reads;
                     t.ns += all[n * ns + i].ns;
                     t.faults += all[n * ns + i].faults;
+                    t.med_ns += all[n * ns + i].med_ns;
                     for (unsigned k = 1; k < KDSM_WIRE_CTL_FIRST; k++)
                         t.by_type[k] += all[n * ns + i].by_type[k];
                 }
@@ -185,9 +214,10 @@ int main(int argc, char **argv)
                 const bool same = msgs == want.msgs && rdma == want.writes &&
                                   reads == want.reads;
                 ok &= same;
-                std::printf("%-42s %9u %9.2f %6u %6.2f %6u %6.2f %10.1f%s\n", s.name, want.msgs,
-                            msgs, want.writes, rdma, want.reads, reads,
-                            double(t.ns) / o.iters / 1e3, same ? "" : "  MISMATCH");
+                std::printf("%-42s %9u %9.2f %6u %6.2f %6u %6.2f %10.1f %10.1f%s\n", s.name,
+                            want.msgs, msgs, want.writes, rdma, want.reads, reads,
+                            double(t.ns) / o.iters / 1e3, double(t.med_ns) / 1e3,
+                            same ? "" : "  MISMATCH");
                 if (!same) {
                     std::printf("    %llu faults;",
                                 static_cast<unsigned long long>(t.faults));
