@@ -24,6 +24,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -103,12 +105,20 @@ public:
         const std::uint64_t one = 1;
         [[maybe_unused]] ssize_t n = ::write(stop_.fd, &one, sizeof(one));
     }
+    // BYE to all, then wait for every peer's (bounded: a peer that never
+    // comes to its end closes on us and fails), so that no node closes
+    // while a peer may still send to it, and none leaves unread bytes
+    // behind (a reset on the other side)
     void leave() override
     {
         std::uint8_t bye[msg_len] = {UDSM_BYE};
         for (unsigned n = 1; n <= c_.nnodes(); n++)
             if (n != c_.node && peers_[n].sock.fd >= 0)
                 send(n, bye);
+        const auto end = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(std::min<std::uint32_t>(c_.join_ms, 10000));
+        while (byes_.load() < c_.nnodes() - 1 && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
 
 private:
@@ -118,6 +128,7 @@ private:
         std::vector<std::uint8_t> in;  // bytes of an incomplete frame
         bool left = false;             // its BYE arrived
     };
+    std::atomic<unsigned> byes_{0};  // peers whose BYE arrived
 
     hello my_hello() const
     {
@@ -275,9 +286,9 @@ bool unix_transport::drain(sink &s, unsigned n)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return true;
-        if (r < 0)
+        if (r < 0 && !p.left)
             s.lost(n, std::string("receive: ") + std::strerror(errno));
-        if (r == 0)
+        if (r <= 0)
             return false;
         p.in.insert(p.in.end(), buf, buf + r);
         std::size_t at = 0;
@@ -296,8 +307,10 @@ bool unix_transport::drain(sink &s, unsigned n)
                 continue;
             }
             st_.msg(f[0], false);
-            if (f[0] == UDSM_BYE)
+            if (f[0] == UDSM_BYE) {
                 p.left = true;
+                byes_++;
+            }
             else
                 s.deliver(n, f);
             at += msg_len;
@@ -327,6 +340,8 @@ void unix_transport::run(sink &s, int extra_fd, const std::function<void()> &on_
         const int r = ::poll(fds.data(), fds.size(), busy ? 0 : -1);
         if (r < 0 && errno != EINTR)
             s.lost(0, std::string("poll: ") + std::strerror(errno));
+        if (r == 0 && busy)
+            std::this_thread::yield();  // a host with fewer CPUs than spinners
         if (r <= 0)
             continue;
         if (fds[0].revents)
