@@ -5,6 +5,10 @@ transport), and check every node's exit status and node 1's output.
 
   cluster.py --nodes N [--progress block|poll] [--expect REGEX] BIN ARGS...
   cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
+  cluster.py --nodes N --kill K --after S BIN ARGS...
+                                   SIGKILL node K after S seconds: every other
+                                   node exits 3 within seconds, naming the node
+                                   it lost (K, or a survivor that ended first)
 
 Exit 0 on success, 1 on failure, 77 (skip) when the host cannot run it,
 with the reason printed."""
@@ -14,6 +18,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 TIMEOUT_S = 50
 
@@ -51,6 +56,14 @@ def cluster(args):
             out = open(os.path.join(d, f"out{n}"), "w+")
             procs.append((n, subprocess.Popen(args.cmd, env=env, stdout=out,
                                               stderr=subprocess.STDOUT), out))
+        if args.kill:
+            time.sleep(args.after)
+            victim = procs[args.kill - 1][1]
+            if victim.poll() is not None:
+                print(f"node {args.kill} ended before the kill: run longer")
+                return 1
+            victim.kill()
+            killed_at = time.monotonic()
         ok = True
         for n, p, out in procs:
             try:
@@ -62,6 +75,16 @@ def cluster(args):
             out.seek(0)
             text = out.read()
             print(f"--- node {n}: exit {rc}\n{text}", end="")
+            if args.kill and n != args.kill:
+                took = time.monotonic() - killed_at
+                # node K, or a survivor that ended on it first
+                if rc != 3 or not re.search(r"lost node \d+ \(", text) or took > 10:
+                    print(f"node {n}: want exit 3 naming a lost node within 10 s "
+                          f"(after {took:.1f} s)")
+                    ok = False
+                continue
+            if args.kill:
+                continue
             if rc != 0:
                 ok = False
             if n == 1 and args.expect and not re.search(args.expect, text):
@@ -76,6 +99,8 @@ def main():
     ap.add_argument("--progress", default="block")
     ap.add_argument("--expect")
     ap.add_argument("--bad-env")
+    ap.add_argument("--kill", type=int, default=0)
+    ap.add_argument("--after", type=float, default=2.0)
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.bad_env:
