@@ -123,6 +123,8 @@ private:
     rdma_cm_event *wait_event(rdma_event_channel *ch, clock::time_point deadline);
     void post_recv(unsigned node, unsigned slot);
     void post(unsigned to, ibv_send_wr &wr, bool signal = false);
+    void post_msg(unsigned to, const void *msg, bool signal);
+    void reap_send_locked();
     void handle(sink &s, const ibv_wc &wc);
     void drain_stale();
     [[noreturn]] void die(unsigned to, const std::string &why);
@@ -471,18 +473,8 @@ void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
 {
     std::lock_guard l(send_mu_);
     peer &p = peers_[to];
-    while (p.outstanding >= sq_depth - 1) {
-        ibv_wc wc[8];
-        const int n = ibv_poll_cq(scq_, 8, wc);
-        if (n < 0)
-            die(to, "polling the send CQ failed");
-        for (int i = 0; i < n; i++) {
-            const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-            if (wc[i].status != IBV_WC_SUCCESS)
-                die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
-            peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
-        }
-    }
+    while (p.outstanding >= sq_depth - 1)
+        reap_send_locked();
     p.outstanding++;
     if (++p.since_signal == sig_every || signal) {
         wr.send_flags |= IBV_SEND_SIGNALED;
@@ -494,7 +486,22 @@ void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
         die(to, std::string("ibv_post_send: ") + std::strerror(errno));
 }
 
-void verbs_transport::send(unsigned to, const void *msg)
+// The signaled sends' completions, each freeing the entries it covers.
+void verbs_transport::reap_send_locked()
+{
+    ibv_wc wc[8];
+    const int n = ibv_poll_cq(scq_, 8, wc);
+    if (n < 0)
+        die(0, "polling the send CQ failed");
+    for (int i = 0; i < n; i++) {
+        const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
+        if (wc[i].status != IBV_WC_SUCCESS)
+            die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
+        peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
+    }
+}
+
+void verbs_transport::post_msg(unsigned to, const void *msg, bool signal)
 {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(msg);
@@ -504,8 +511,13 @@ void verbs_transport::send(unsigned to, const void *msg)
     wr.send_flags = IBV_SEND_INLINE;
     wr.sg_list = &sge;
     wr.num_sge = 1;
-    post(to, wr);
+    post(to, wr, signal);
     st_.msg(*static_cast<const std::uint8_t *>(msg), true);
+}
+
+void verbs_transport::send(unsigned to, const void *msg)
+{
+    post_msg(to, msg, false);
 }
 
 void verbs_transport::write_page(unsigned to, std::uint32_t page)
@@ -618,33 +630,15 @@ void verbs_transport::leave()
 {
     // BYE signaled, and reaped: a disconnect flushes what is not sent
     std::uint8_t bye[msg_len] = {UDSM_BYE};
-    for (unsigned n = 1; n <= c_.nnodes(); n++) {
-        if (n == c_.node || !peers_[n].up)
-            continue;
-        ibv_sge sge{};
-        sge.addr = reinterpret_cast<std::uintptr_t>(bye);
-        sge.length = msg_len;
-        ibv_send_wr wr{};
-        wr.opcode = IBV_WR_SEND;
-        wr.send_flags = IBV_SEND_INLINE;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        post(n, wr, true);
-        st_.msg(UDSM_BYE, true);
-    }
+    for (unsigned n = 1; n <= c_.nnodes(); n++)
+        if (n != c_.node && peers_[n].up)
+            post_msg(n, bye, true);
     for (;;) {
         std::lock_guard l(send_mu_);
         if (std::all_of(peers_.begin(), peers_.end(),
                         [](const peer &p) { return !p.up || !p.outstanding; }))
             break;
-        ibv_wc wc[8];
-        const int n = ibv_poll_cq(scq_, 8, wc);
-        for (int i = 0; i < n; i++) {
-            const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-            if (wc[i].status != IBV_WC_SUCCESS)
-                die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
-            peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
-        }
+        reap_send_locked();
     }
     // as the unix transport: every peer's BYE, so none disconnects on a
     // peer still sending (bounded)

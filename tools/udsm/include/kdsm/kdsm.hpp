@@ -17,54 +17,18 @@
 // Errors are kdsm::error: the message and the errno.
 #pragma once
 
+#include <kdsm/kdsm-types.hpp>
 #include <kverbs/kdsm.h>
 
-#include <barrier>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <span>
-#include <string>
-#include <system_error>
-#include <vector>
 
 namespace udsm {
 class node;
 }
 
 namespace kdsm {
-
-class error : public std::system_error {
-public:
-    error(int err, const std::string &what)
-        : std::system_error(err, std::generic_category(), what) {}
-    int errnum() const { return code().value(); }
-};
-
-enum class lock_kind { kernel, atomic };
-
-// "kernel" or "atomic"; throws kdsm::error (EINVAL) for anything else.
-lock_kind parse_lock_kind(const std::string &s);
-const char *lock_kind_name(lock_kind k);
-
-struct status {
-    unsigned state = KDSM_STATE_NONE;
-    unsigned node = 0, nnodes = 0;
-    std::uint32_t npages = 0;
-    unsigned placement = 0;
-    std::uint32_t options = 0;
-    std::string error;
-    std::vector<std::uint64_t> stats;  // by enum kdsm_stat
-
-    std::uint64_t stat(unsigned id) const { return id < stats.size() ? stats[id] : 0; }
-    static const char *state_name(unsigned s);
-};
-
-// Counters by name, as kdsm's debugfs file shows them.
-std::map<std::string, std::uint64_t> named_stats(const status &s);
 
 // This process's node of the cluster (one per process) and its view of
 // the region.  Allocation is collective: every node makes the same calls
@@ -108,63 +72,6 @@ private:
     std::size_t used_ = 0;
 };
 
-template <typename T>
-class shared_array {
-public:
-    shared_array(attachment &a, std::size_t n, bool page_aligned = true)
-        : p_(static_cast<T *>(a.allocate(bytes(n), alignof(T), page_aligned))), n_(n) {}
-    T &operator[](std::size_t i) { return p_[i]; }
-    const T &operator[](std::size_t i) const { return p_[i]; }
-    T *data() { return p_; }
-    std::size_t size() const { return n_; }
-    std::span<T> span() { return {p_, n_}; }
-    T *begin() { return p_; }
-    T *end() { return p_ + n_; }
-
-private:
-    static std::size_t bytes(std::size_t n)
-    {
-        if (n > SIZE_MAX / sizeof(T))
-            throw error(ENOMEM, "shared_array of " + std::to_string(n) + " elements");
-        return n * sizeof(T);
-    }
-    T *p_;
-    std::size_t n_;
-};
-
-// A cluster-wide lock: this node's threads queue locally, then one asks
-// the lock's manager, so it sees one request per node.  lock() throws
-// kdsm::error (EOPNOTSUPP for lock_kind::atomic); unlock() cannot fail.
-class mutex {
-public:
-    mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)
-        : a_(a), id_(id), kind_(kind) {}
-    void lock();
-    void unlock() noexcept;
-    lock_kind kind() const { return kind_; }
-
-private:
-    attachment &a_;
-    std::uint32_t id_;
-    lock_kind kind_;
-    std::mutex local_;
-};
-
-// A cluster-wide barrier for @threads threads on every node: the last
-// local thread to arrive enters the cluster's barrier for the node.
-class barrier {
-public:
-    barrier(attachment &a, std::ptrdiff_t threads)
-        : a_(a), local_(threads, completion{this}) {}
-    void arrive_and_wait() { local_.arrive_and_wait(); }
-
-private:
-    struct completion {
-        barrier *b;
-        void operator()() noexcept;
-    };
-    attachment &a_;
-    std::barrier<completion> local_;
-};
-
 }  // namespace kdsm
+
+#include <kdsm/kdsm-sync.hpp>
