@@ -61,19 +61,26 @@ void on_segv(int sig, siginfo_t *si, void *uctx)
     errno = saved;
 }
 
-}  // namespace
+class segv_access final : public access {
+public:
+    segv_access(std::uint8_t *app, std::size_t page_size, std::uint32_t npages)
+        : app_(app), ps_(page_size)
+    {
+        the = target{app, std::size_t(npages) * page_size, page_size, nullptr};
+    }
+    ~segv_access() override
+    {
+        ::signal(SIGSEGV, SIG_DFL);
+        the.eng = nullptr;
+    }
+    // the pages @e homes open RW; then the handler is installed
+    void attach(engine &e) override;
+    void set(std::uint32_t page, prot p) override;
 
-segv_access::segv_access(std::uint8_t *app, std::size_t page_size, std::uint32_t npages)
-    : app_(app), ps_(page_size)
-{
-    the = target{app, std::size_t(npages) * page_size, page_size, nullptr};
-}
-
-segv_access::~segv_access()
-{
-    ::signal(SIGSEGV, SIG_DFL);
-    the.eng = nullptr;
-}
+private:
+    std::uint8_t *app_;
+    std::size_t ps_;
+};
 
 void segv_access::attach(engine &e)
 {
@@ -106,6 +113,14 @@ void segv_access::set(std::uint32_t page, prot p)
         std::fprintf(stderr, "udsm: mprotect of page %u: %s\n", page, std::strerror(errno));
         std::_Exit(3);
     }
+}
+
+}  // namespace
+
+std::unique_ptr<access> make_segv_access(std::uint8_t *app, std::size_t page_size,
+                                         std::uint32_t npages)
+{
+    return std::make_unique<segv_access>(app, page_size, npages);
 }
 
 }  // namespace udsm

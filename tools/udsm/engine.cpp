@@ -206,6 +206,36 @@ prot engine::current(std::uint32_t page)
     return to_prot(c_->pg[page].prot);
 }
 
+namespace {
+
+// Count a fault and send its request.
+void request(core &k, std::uint32_t page, bool write)
+{
+    // one request per page until its grant, as kvmem calls kdsm
+    k.st.add(write ? KDSM_STAT_WRITE_FAULTS : KDSM_STAT_READ_FAULTS);
+    if (write && k.pg[page].prot == KDSM_READ)
+        k.st.add(KDSM_STAT_UPGRADES);
+    k.fault_t0[page] = now_ns();
+    event ev;
+    ev.page = page;
+    ev.nacts = kdsm_fault(&k.geo, &k.pg[page], page, write, ev.acts);
+    if (ev.nacts < 0 || run(k, ev))
+        k.die("fault on page " + std::to_string(page) + ": protocol error");
+}
+
+}  // namespace
+
+void engine::fault_async(std::uint32_t page, bool write)
+{
+    core &k = *c_;
+    std::lock_guard l(k.mu);
+    if (k.pg[page].prot >= (write ? KDSM_RW : KDSM_READ))
+        k.pr.set(page, to_prot(k.pg[page].prot));
+    else if (!k.pg[page].pending)
+        request(k, page, write);
+    // else: the pending request's grant wakes the thread; it faults again
+}
+
 void engine::fault(std::uint32_t page, bool write)
 {
     core &k = *c_;
@@ -213,16 +243,7 @@ void engine::fault(std::uint32_t page, bool write)
     std::unique_lock l(k.mu);
     while (k.pg[page].prot < need) {
         if (!k.pg[page].pending) {
-            // one request per page until its grant, as kvmem calls kdsm
-            k.st.add(write ? KDSM_STAT_WRITE_FAULTS : KDSM_STAT_READ_FAULTS);
-            if (write && k.pg[page].prot == KDSM_READ)
-                k.st.add(KDSM_STAT_UPGRADES);
-            k.fault_t0[page] = now_ns();
-            event ev;
-            ev.page = page;
-            ev.nacts = kdsm_fault(&k.geo, &k.pg[page], page, write, ev.acts);
-            if (ev.nacts < 0 || run(k, ev))
-                k.die("fault on page " + std::to_string(page) + ": protocol error");
+            request(k, page, write);
             continue;  // at its own home it may be granted already
         }
         const std::uint32_t w = k.grant_word[page].load(std::memory_order_acquire);

@@ -25,8 +25,9 @@ namespace udsm {
 // Protections of a page in the application view, as enum kdsm_prot.
 enum class prot : std::uint8_t { none, read, rw };
 
-// The application view's access control (segv: mprotect).  set() runs
-// under the engine's lock, in event order per page.
+// The application view's access control (segv: mprotect; uffd:
+// userfaultfd).  set() runs under the engine's lock, in event order per
+// page; it also wakes a thread waiting in the kernel for the page (uffd).
 class protector {
 public:
     virtual void set(std::uint32_t page, prot p) = 0;
@@ -47,6 +48,10 @@ public:
     // The faulting thread: request @page (@write: for writing) and sleep
     // until the page's protection allows the access.
     void fault(std::uint32_t page, bool write);
+    // The fault of a thread that waits in the kernel (uffd), read by the
+    // progress thread: send the request, or, when the protection allows
+    // the access already, set() it again; never sleeps.
+    void fault_async(std::uint32_t page, bool write);
     // this node's protection of @page now (for a fault whose kind the
     // signal does not tell)
     prot current(std::uint32_t page);

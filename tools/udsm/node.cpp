@@ -21,15 +21,16 @@ std::runtime_error sys_error(const std::string &what)
 
 }  // namespace
 
-region::region(std::size_t bytes) : bytes_(bytes)
+region::region(std::size_t bytes, bool app_open) : bytes_(bytes)
 {
     fd_ = ::memfd_create("udsm", MFD_CLOEXEC);
     if (fd_ < 0)
         throw sys_error("memfd_create");
     if (::ftruncate(fd_, off_t(bytes)))
         throw sys_error("ftruncate the region");
-    // the application view starts with no access: the engine grants it
-    void *a = ::mmap(nullptr, bytes, PROT_NONE, MAP_SHARED, fd_, 0);
+    // segv: the application view starts with no access, the engine grants it
+    void *a = ::mmap(nullptr, bytes, app_open ? PROT_READ | PROT_WRITE : PROT_NONE, MAP_SHARED,
+                     fd_, 0);
     void *e = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
     if (a == MAP_FAILED || e == MAP_FAILED)
         throw sys_error("mmap the region");
@@ -51,18 +52,20 @@ region::~region()
 }
 
 node::node(const config &c)
-    : c_(c), ps_(std::size_t(::sysconf(_SC_PAGESIZE))), reg_(std::size_t(c.npages) * ps_)
+    : c_(c), ps_(std::size_t(::sysconf(_SC_PAGESIZE))),
+      reg_(std::size_t(c.npages) * ps_, c.access == access_kind::uffd)
 {
-    if (c.access == access_kind::uffd)
-        uffd_refuse();
+    // first: a kernel without userfaultfd's features ends it (77) at once
+    acc_ = c.access == access_kind::uffd ? make_uffd_access(reg_.app(), ps_, c.npages)
+                                         : make_segv_access(reg_.app(), ps_, c.npages);
     tr_ = c.transport == transport_kind::unix_socket
               ? make_unix_transport(c_, reg_.eng(), ps_, st_)
               : make_verbs_transport(c_, reg_.eng(), ps_, st_);
-    acc_ = std::make_unique<segv_access>(reg_.app(), ps_, c.npages);
     eng_ = std::make_unique<engine>(c_, *tr_, *acc_, st_);
     acc_->attach(*eng_);  // the home's pages open RW
     tr_->form();
-    progress_ = std::jthread([this] { tr_->run(*eng_, -1, [] {}); });
+    progress_ = std::jthread(
+        [this] { tr_->run(*eng_, acc_->fault_fd(), [this] { acc_->read_faults(); }); });
 }
 
 node::~node()

@@ -25,7 +25,9 @@ namespace udsm {
 // The region's two views of one memfd.
 class region {
 public:
-    explicit region(std::size_t bytes);
+    // @app_open: the application view RW (its access control is not
+    // the mapping's protection: uffd), else PROT_NONE
+    region(std::size_t bytes, bool app_open);
     ~region();
     region(const region &) = delete;
     region &operator=(const region &) = delete;
@@ -40,25 +42,28 @@ private:
     std::uint8_t *app_ = nullptr, *eng_ = nullptr;
 };
 
-// Access control by SIGSEGV (access_segv.cpp): protection by mprotect of
-// the application view; a fault's handler runs engine::fault() in the
-// faulting thread.  One per process.
-class segv_access final : public protector {
+// The application view's access control: the protector the engine
+// drives, and where the faults come from.  One per process.
+class access : public protector {
 public:
-    segv_access(std::uint8_t *app, std::size_t page_size, std::uint32_t npages);
-    ~segv_access();
-    // the engine faults go to, once it exists; the handler is installed
-    void attach(engine &e);
-    void set(std::uint32_t page, prot p) override;
-
-private:
-    std::uint8_t *app_;
-    std::size_t ps_;
+    virtual ~access() = default;
+    // Faults go to @e from now on.
+    virtual void attach(engine &e) = 0;
+    // uffd: the descriptor the progress thread reads faults from (-1:
+    // none), and the reading, without blocking
+    virtual int fault_fd() const { return -1; }
+    virtual void read_faults() {}
 };
 
-// UDSM_ACCESS=uffd (access_uffd.cpp): checks what the kernel offers;
-// refuses (exit status 77) with the missing feature named.
-[[noreturn]] void uffd_refuse();
+// SIGSEGV (access_segv.cpp): mprotect of the application view; the
+// handler runs engine::fault() in the faulting thread.
+std::unique_ptr<access> make_segv_access(std::uint8_t *app, std::size_t page_size,
+                                         std::uint32_t npages);
+// userfaultfd (access_uffd.cpp): minor faults and write-protection of the
+// application view, the faults read by the progress thread; a kernel
+// without a feature it needs ends the process (exit status 77) naming it.
+std::unique_ptr<access> make_uffd_access(std::uint8_t *app, std::size_t page_size,
+                                         std::uint32_t npages);
 
 class node {
 public:
@@ -79,7 +84,7 @@ private:
     region reg_;
     stats st_;
     std::unique_ptr<transport> tr_;
-    std::unique_ptr<segv_access> acc_;
+    std::unique_ptr<access> acc_;
     std::unique_ptr<engine> eng_;
     std::jthread progress_;
 };

@@ -597,8 +597,11 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
                          {extra_fd, POLLIN, 0}};
         const nfds_t nfds = extra_fd >= 0 ? 4 : 3;
         if (busy) {
-            // the CQ every turn; the descriptors (stop, CM) now and then
+            // the CQ and the faults every turn; the descriptors (stop,
+            // CM) now and then
             reap_recv(s);
+            if (extra_fd >= 0)
+                on_extra();
             if (spin % 256 || ::poll(fds, nfds, 0) <= 0)
                 continue;
         } else if (::poll(fds, nfds, -1) < 0) {
@@ -610,7 +613,7 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
             return;
         if (fds[1].revents)
             cm_events(s);
-        if (nfds == 4 && fds[3].revents)
+        if (nfds == 4 && fds[3].revents && !busy)
             on_extra();
         if (fds[2].revents) {
             ibv_cq *cq = nullptr;
