@@ -137,55 +137,6 @@ std::vector<std::uint8_t> sockaddr_bytes(const std::string &addr, std::uint16_t 
 
 }  // namespace
 
-const char *status::state_name(unsigned s)
-{
-    switch (s) {
-    case KDSM_STATE_NONE: return "none";
-    case KDSM_STATE_FORMING: return "forming";
-    case KDSM_STATE_READY: return "ready";
-    case KDSM_STATE_FAILED: return "failed";
-    }
-    return "?";
-}
-
-lock_kind parse_lock_kind(const std::string &s)
-{
-    if (s == "kernel")
-        return lock_kind::kernel;
-    if (s == "atomic")
-        return lock_kind::atomic;
-    throw error(EINVAL, "lock kind " + s + ": kernel or atomic");
-}
-
-const char *lock_kind_name(lock_kind k)
-{
-    return k == lock_kind::atomic ? "atomic" : "kernel";
-}
-
-std::map<std::string, std::uint64_t> named_stats(const status &s)
-{
-    static const char *const names[] = {
-        nullptr, "read_faults", "write_faults", "upgrades", "msgs_tx", "msgs_rx",
-        "invalidations", "rdma_write_bytes", "rdma_read_bytes", "events_softirq",
-        "events_deferred_zap", "events_deferred_nobuf", "events_deferred_order",
-        "events_deferred_nomem", "softirq_ns", "deferred_ns", "malformed", "locks",
-        "barriers", "fault_ns",
-    };
-    static_assert(std::size(names) == KDSM_STAT_FAULT_HIST);
-    std::map<std::string, std::uint64_t> out;
-    for (unsigned i = 1; i < KDSM_STAT_FAULT_HIST; i++)
-        out[names[i]] = s.stat(i);
-    for (unsigned i = 0; i < KDSM_HIST_BUCKETS; i++)
-        out["fault_us_" + std::to_string(1u << i)] = s.stat(KDSM_STAT_FAULT_HIST + i);
-    static const char *const more[] = {"atomic_locks", "atomic_ops", "cas_retries",
-                                         "defer_wakes", "defer_wake_ns",
-                                         "events_deferred_mode"};
-    static_assert(std::size(more) == __KDSM_STAT_MAX - KDSM_STAT_ATOMIC_LOCKS);
-    for (unsigned i = 0; i < std::size(more); i++)
-        out[more[i]] = s.stat(KDSM_STAT_ATOMIC_LOCKS + i);
-    return out;
-}
-
 control::control()
 {
     fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
@@ -382,20 +333,6 @@ attachment::~attachment()
         ::close(fd_);
 }
 
-void *attachment::allocate(std::size_t n, std::size_t align, bool page_aligned)
-{
-    if (page_aligned)
-        align = page_size();
-    if (!align)
-        align = alignof(std::max_align_t);
-    const std::size_t at = (used_ + align - 1) / align * align;
-    if (at > bytes() || n > bytes() - at)
-        throw error(ENOMEM, "region full: " + std::to_string(at + n) + " of " +
-                                std::to_string(bytes()) + " bytes");
-    used_ = at + n;
-    return base_ + at;
-}
-
 namespace {
 
 kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind)
@@ -432,41 +369,6 @@ status attachment::counters()
     if (!ctl_)
         ctl_.emplace();
     return ctl_->get();
-}
-
-void mutex::lock()
-{
-    local_.lock();
-    try {
-        a_.lock(id_, kind_);
-    } catch (...) {
-        local_.unlock();
-        throw;
-    }
-}
-
-void mutex::unlock() noexcept
-{
-    try {
-        a_.unlock(id_, kind_);
-    } catch (const std::exception &e) {
-        // Only a failed cluster refuses an unlock (EHOSTDOWN): the data
-        // the lock guards is gone with it, so stop rather than go on.
-        std::fprintf(stderr, "kdsm: %s\n", e.what());
-        std::_Exit(3);
-    }
-    local_.unlock();
-}
-
-void barrier::completion::operator()() noexcept
-{
-    try {
-        b->a_.barrier_all();
-    } catch (const std::exception &e) {
-        // A barrier that cannot complete leaves SC undefined: stop.
-        std::fprintf(stderr, "kdsm: %s\n", e.what());
-        std::_Exit(3);
-    }
 }
 
 }  // namespace kdsm

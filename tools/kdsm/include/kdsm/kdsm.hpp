@@ -15,38 +15,16 @@
 // Errors are kdsm::error: the message and the errno.
 #pragma once
 
+#include <kdsm/kdsm-types.hpp>
 #include <kverbs/kdsm.h>
 
-#include <barrier>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <mutex>
 #include <optional>
-#include <span>
 #include <string>
-#include <system_error>
 #include <vector>
 
 namespace kdsm {
-
-class error : public std::system_error {
-public:
-    error(int err, const std::string &what)
-        : std::system_error(err, std::generic_category(), what) {}
-    int errnum() const { return code().value(); }
-};
-
-// Documentation/kdsm.rst, "Locks": how to choose.  A node uses a lock id
-// as one kind at a time (EBUSY); on other nodes the other kind of the same
-// id is another lock.
-enum class lock_kind { kernel, atomic };
-
-// "kernel" or "atomic"; throws kdsm::error (EINVAL) for anything else.
-lock_kind parse_lock_kind(const std::string &s);
-const char *lock_kind_name(lock_kind k);
 
 struct peer {
     unsigned node;
@@ -62,22 +40,6 @@ struct config {
     std::uint32_t join_ms = 60000;
     std::vector<peer> peers;  // every node, this one too
 };
-
-struct status {
-    unsigned state = KDSM_STATE_NONE;
-    unsigned node = 0, nnodes = 0;
-    std::uint32_t npages = 0;
-    unsigned placement = 0;
-    std::uint32_t options = 0;
-    std::string error;
-    std::vector<std::uint64_t> stats;  // by enum kdsm_stat
-
-    std::uint64_t stat(unsigned id) const { return id < stats.size() ? stats[id] : 0; }
-    static const char *state_name(unsigned s);
-};
-
-// Counters by name, as the debugfs file shows them.
-std::map<std::string, std::uint64_t> named_stats(const status &s);
 
 // The generic netlink family "kdsm".
 class control {
@@ -139,67 +101,6 @@ private:
     std::optional<control> ctl_;
 };
 
-template <typename T>
-class shared_array {
-public:
-    shared_array(attachment &a, std::size_t n, bool page_aligned = true)
-        : p_(static_cast<T *>(a.allocate(bytes(n), alignof(T), page_aligned))), n_(n) {}
-    T &operator[](std::size_t i) { return p_[i]; }
-    const T &operator[](std::size_t i) const { return p_[i]; }
-    T *data() { return p_; }
-    std::size_t size() const { return n_; }
-    std::span<T> span() { return {p_, n_}; }
-    T *begin() { return p_; }
-    T *end() { return p_ + n_; }
-
-private:
-    static std::size_t bytes(std::size_t n)
-    {
-        if (n > SIZE_MAX / sizeof(T))
-            throw error(ENOMEM, "shared_array of " + std::to_string(n) + " elements");
-        return n * sizeof(T);
-    }
-    T *p_;
-    std::size_t n_;
-};
-
-// A cluster-wide lock: this node's threads queue locally, then one asks
-// the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node, for
-// the kernel lock or the queue lock (@kind).  EOPNOTSUPP from lock(): no
-// RDMA atomics on the way to the queue lock's word.
-// lock() throws kdsm::error (the cluster failed, or the task was killed);
-// unlock() cannot fail but in a failed cluster, and then ends the process
-// (exit status 3), as a barrier that cannot complete does.
-class mutex {
-public:
-    mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)
-        : a_(a), id_(id), kind_(kind) {}
-    void lock();
-    void unlock() noexcept;
-    lock_kind kind() const { return kind_; }
-
-private:
-    attachment &a_;
-    std::uint32_t id_;
-    lock_kind kind_;
-    std::mutex local_;
-};
-
-// A cluster-wide barrier for @threads threads on every node: the last
-// local thread to arrive enters the kernel barrier for the node.
-class barrier {
-public:
-    barrier(attachment &a, std::ptrdiff_t threads)
-        : a_(a), local_(threads, completion{this}) {}
-    void arrive_and_wait() { local_.arrive_and_wait(); }
-
-private:
-    struct completion {
-        barrier *b;
-        void operator()() noexcept;
-    };
-    attachment &a_;
-    std::barrier<completion> local_;
-};
-
 }  // namespace kdsm
+
+#include <kdsm/kdsm-sync.hpp>

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The kdsm:: classes on top of an attachment: shared arrays, the
+// cluster-wide mutex and barrier.  Included by <kdsm/kdsm.hpp> (libkdsm's
+// or libudsm's) after its class attachment; the out-of-line members are
+// in tools/kdsm/kdsm-common.cpp.
+#pragma once
+
+#include <barrier>
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+
+namespace kdsm {
+
+template <typename T>
+class shared_array {
+public:
+    shared_array(attachment &a, std::size_t n, bool page_aligned = true)
+        : p_(static_cast<T *>(a.allocate(bytes(n), alignof(T), page_aligned))), n_(n) {}
+    T &operator[](std::size_t i) { return p_[i]; }
+    const T &operator[](std::size_t i) const { return p_[i]; }
+    T *data() { return p_; }
+    std::size_t size() const { return n_; }
+    std::span<T> span() { return {p_, n_}; }
+    T *begin() { return p_; }
+    T *end() { return p_ + n_; }
+
+private:
+    static std::size_t bytes(std::size_t n)
+    {
+        if (n > SIZE_MAX / sizeof(T))
+            throw error(ENOMEM, "shared_array of " + std::to_string(n) + " elements");
+        return n * sizeof(T);
+    }
+    T *p_;
+    std::size_t n_;
+};
+
+// A cluster-wide lock: this node's threads queue locally, then one asks
+// the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node, for
+// the kernel lock or the queue lock (@kind).  EOPNOTSUPP from lock(): no
+// RDMA atomics on the way to the queue lock's word.
+// lock() throws kdsm::error (the cluster failed, or the task was killed);
+// unlock() cannot fail but in a failed cluster, and then ends the process
+// (exit status 3), as a barrier that cannot complete does.
+class mutex {
+public:
+    mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)
+        : a_(a), id_(id), kind_(kind) {}
+    void lock();
+    void unlock() noexcept;
+    lock_kind kind() const { return kind_; }
+
+private:
+    attachment &a_;
+    std::uint32_t id_;
+    lock_kind kind_;
+    std::mutex local_;
+};
+
+// A cluster-wide barrier for @threads threads on every node: the last
+// local thread to arrive enters the kernel barrier for the node.
+class barrier {
+public:
+    barrier(attachment &a, std::ptrdiff_t threads)
+        : a_(a), local_(threads, completion{this}) {}
+    void arrive_and_wait() { local_.arrive_and_wait(); }
+
+private:
+    struct completion {
+        barrier *b;
+        void operator()() noexcept;
+    };
+    attachment &a_;
+    std::barrier<completion> local_;
+};
+
+}  // namespace kdsm

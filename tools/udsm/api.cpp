@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The kdsm:: API (include/kdsm/kdsm.hpp) on a udsm node.
+#include <kdsm/kdsm.hpp>
+
+#include "node.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace kdsm {
+
+attachment::attachment(int timeout_ms)
+{
+    udsm::config c = udsm::config_from_env();
+    // libkdsm's timeout bounds the wait for a formed cluster: the tighter
+    if (timeout_ms > 0 && std::uint32_t(timeout_ms) < c.join_ms && !std::getenv("UDSM_JOIN_MS"))
+        c.join_ms = std::uint32_t(timeout_ms);
+    try {
+        n_ = std::make_unique<udsm::node>(c);
+    } catch (const std::runtime_error &e) {
+        throw error(EHOSTDOWN, std::string("udsm: ") + e.what());
+    }
+    node_id_ = c.node;
+    nnodes_ = c.nnodes();
+    npages_ = c.npages;
+    page_size_ = n_->page_size();
+    block_ = c.block;
+    base_ = n_->base();
+}
+
+attachment::~attachment() = default;
+
+namespace {
+
+[[noreturn]] void no_atomic(std::uint32_t id)
+{
+    throw error(EOPNOTSUPP, "lock " + std::to_string(id) +
+                                " (atomic): udsm offers the kernel-kind lock only");
+}
+
+}  // namespace
+
+void attachment::lock(std::uint32_t id, lock_kind kind)
+{
+    if (kind == lock_kind::atomic)
+        no_atomic(id);
+    if (const int err = n_->eng().lock(id))
+        throw error(err, "lock " + std::to_string(id) + " (kernel)");
+}
+
+void attachment::unlock(std::uint32_t id, lock_kind kind)
+{
+    if (kind == lock_kind::atomic)
+        no_atomic(id);
+    if (const int err = n_->eng().unlock(id))
+        throw error(err, "unlock " + std::to_string(id) + " (kernel)");
+}
+
+void attachment::barrier_all()
+{
+    if (const int err = n_->eng().barrier())
+        throw error(err, "barrier");
+}
+
+status attachment::counters()
+{
+    status s;
+    s.state = KDSM_STATE_READY;
+    s.node = node_id_;
+    s.nnodes = nnodes_;
+    s.npages = npages_;
+    s.placement = block_ ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
+    s.options = 0;
+    s.stats = n_->counters().snapshot();
+    return s;
+}
+
+}  // namespace kdsm

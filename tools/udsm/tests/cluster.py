@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Run a udsm application as a cluster of processes on this host (the unix
+transport), and check every node's exit status and node 1's output.
+
+  cluster.py --nodes N [--progress block|poll] [--access segv|uffd]
+             [--expect REGEX] BIN ARGS...
+  cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
+  cluster.py --nodes N --kill K --after S BIN ARGS...
+                                   SIGKILL node K after S seconds: every other
+                                   node exits 3 within seconds, naming the node
+                                   it lost (K, or a survivor that ended first)
+
+Exit 0 on success, 1 on failure, 77 (skip) when the host cannot run it,
+with the reason printed."""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+TIMEOUT_S = 50
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def bad_env(binary, assignment):
+    var, _, value = assignment.partition("=")
+    env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR="/nonexistent",
+               UDSM_PEERS="a,b", UDSM_NODE="1")
+    env[var] = value
+    p = subprocess.run([binary], env=env, capture_output=True, text=True,
+                       timeout=TIMEOUT_S)
+    if p.returncode != 2 or var not in p.stderr:
+        print(f"{var}={value!r}: exit {p.returncode}, stderr {p.stderr!r}; "
+              f"want exit 2 naming {var}")
+        return 1
+    print(f"{var}={value!r} refused: {p.stderr.strip()}")
+    return 0
+
+
+def cluster(args):
+    if not hasattr(os, "memfd_create"):
+        skip("no memfd_create on this host")
+    with tempfile.TemporaryDirectory(prefix="udsm-") as d:
+        peers = ",".join(f"node{i}" for i in range(1, args.nodes + 1))
+        procs = []
+        for n in range(1, args.nodes + 1):
+            env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR=d,
+                       UDSM_PEERS=peers, UDSM_NODE=str(n),
+                       UDSM_PROGRESS=args.progress, UDSM_ACCESS=args.access,
+                       UDSM_JOIN_MS="20000")
+            out = open(os.path.join(d, f"out{n}"), "w+")
+            procs.append((n, subprocess.Popen(args.cmd, env=env, stdout=out,
+                                              stderr=subprocess.STDOUT), out))
+        if args.kill:
+            time.sleep(args.after)
+            victim = procs[args.kill - 1][1]
+            if victim.poll() is not None:
+                print(f"node {args.kill} ended before the kill: run longer")
+                return 1
+            victim.kill()
+            killed_at = time.monotonic()
+        ok = True
+        skipped = None
+        for n, p, out in procs:
+            try:
+                rc = p.wait(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                for _, q, _ in procs:
+                    q.kill()
+                rc = "timeout"
+            out.seek(0)
+            text = out.read()
+            print(f"--- node {n}: exit {rc}\n{text}", end="")
+            if args.kill and n != args.kill:
+                took = time.monotonic() - killed_at
+                # node K, or a survivor that ended on it first
+                if rc != 3 or not re.search(r"lost node \d+ \(", text) or took > 10:
+                    print(f"node {n}: want exit 3 naming a lost node within 10 s "
+                          f"(after {took:.1f} s)")
+                    ok = False
+                continue
+            if args.kill:
+                continue
+            if rc == 77:  # this host's kernel cannot run the variant
+                skipped = text.strip()
+                continue
+            if rc != 0:
+                ok = False
+            if n == 1 and args.expect and not re.search(args.expect, text):
+                print(f"node 1's output lacks /{args.expect}/")
+                ok = False
+        if skipped and ok:
+            skip(skipped)
+        return 0 if ok and not skipped else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--progress", default="block")
+    ap.add_argument("--access", default="segv")
+    ap.add_argument("--expect")
+    ap.add_argument("--bad-env")
+    ap.add_argument("--kill", type=int, default=0)
+    ap.add_argument("--after", type=float, default=2.0)
+    ap.add_argument("cmd", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    if args.bad_env:
+        return bad_env(args.cmd[0], args.bad_env)
+    return cluster(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// The verbs transport: a full mesh of RC queue pairs by librdmacm.  The
+// lower node of a pair listens and accepts, the higher dials (again and
+// again until UDSM_JOIN_MS while the listener is missing or refuses);
+// the connection's private data carries the geometry, checked on both
+// sides, and the engine view's address and rkey.  A page is RDMA-written
+// into the requester's engine view, then the reply is sent on the same
+// QP: RC ordering puts the data in place before the reply's receive
+// completes, as in the kernel.
+//
+// Sizing: sends (messages inline, RDMA writes) are unsignaled but every
+// sig_every-th, whose completion frees the entries of the ones before
+// it; a sender that finds sq_depth - 1 entries outstanding on its QP
+// polls the send CQ (no channel: only senders reap it, under send_mu_)
+// until a signaled one completes.  sig_every < sq_depth - 1, so one
+// signaled send is always among the outstanding ones.  The send CQ holds
+// every QP's signaled sends: nnodes * sq_depth / sig_every entries at
+// most.  Each QP has recv_depth receive buffers of 32 bytes, reposted
+// as soon as their message is handled; a peer that finds none waits in
+// RNR retries (infinite), never fails.
+//
+// The progress thread reaps the receive CQ: in block mode it sleeps on
+// the completion channel (and the CM's event channel, for disconnects):
+// ibv_req_notify_cq, poll, re-arm, poll again, so no completion slips
+// between the last poll and the arming; in poll mode it polls the CQ and
+// reads CM events without blocking.  A disconnect or an error completion
+// of an established connection whose peer did not say BYE fails the
+// cluster (sink::lost); error completions of an attempt that was never
+// established (a rejected dial's QP, moved to ERROR by librdmacm) are
+// told apart by the connection generation in wr_id, and ignored.
+#include "transport.hpp"
+
+#include <kverbs/kdsm.h>
+
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace udsm {
+
+namespace {
+
+constexpr unsigned sq_depth = 64;
+constexpr unsigned sig_every = 16;
+constexpr unsigned recv_depth = 64;
+static_assert(sig_every < sq_depth - 1);
+
+// in the connection's private data (at most 56 bytes on IB)
+struct conn_data {
+    std::uint8_t node, nnodes, placement, reserved;
+    std::uint32_t npages, page_size, rkey;
+    std::uint64_t addr;
+};
+static_assert(sizeof(conn_data) <= 56);
+
+using clock = std::chrono::steady_clock;
+
+std::runtime_error sys_error(const std::string &what)
+{
+    return std::runtime_error(what + ": " + std::strerror(errno));
+}
+
+class verbs_transport final : public transport {
+public:
+    verbs_transport(const config &c, std::uint8_t *view, std::size_t page_size, stats &st)
+        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1),
+          recv_bufs_((c.nnodes() + 1) * recv_depth * msg_len)
+    {
+        stop_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        ch_ = rdma_create_event_channel();
+        if (stop_ < 0 || !ch_)
+            throw sys_error("rdma_create_event_channel");
+    }
+    ~verbs_transport() override;
+
+    void form() override;
+    void send(unsigned to, const void *msg) override;
+    void write_page(unsigned to, std::uint32_t page) override;
+    void run(sink &s, int extra_fd, const std::function<void()> &on_extra) override;
+    void stop() override
+    {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t n = ::write(stop_, &one, sizeof(one));
+    }
+    void leave() override;
+
+private:
+    struct peer {
+        rdma_cm_id *id = nullptr;
+        std::uint32_t gen = 0;      // of the established connection
+        bool up = false;
+        std::atomic<bool> left{false};  // its BYE arrived
+        unsigned outstanding = 0;   // send WRs not known complete, under send_mu_
+        unsigned since_signal = 0;
+        std::uint32_t rkey = 0;
+        std::uint64_t addr = 0;
+    };
+
+    sockaddr_storage addr_of(unsigned node) const;
+    conn_data mine() const;
+    void check(const conn_data &d, unsigned expect) const;
+    void setup_device(ibv_context *ctx);
+    void make_qp(rdma_cm_id *id, unsigned node);
+    void dial(unsigned node, clock::time_point deadline);
+    void accept_all(clock::time_point deadline);
+    rdma_cm_event *wait_event(rdma_event_channel *ch, clock::time_point deadline);
+    void post_recv(unsigned node, unsigned slot);
+    void post(unsigned to, ibv_send_wr &wr, bool signal = false);
+    void post_msg(unsigned to, const void *msg, bool signal);
+    void reap_send_locked();
+    void handle(sink &s, const ibv_wc &wc);
+    void drain_stale();
+    [[noreturn]] void die(unsigned to, const std::string &why);
+    void reap_recv(sink &s);
+    void cm_events(sink &s);
+
+    const config c_;
+    std::uint8_t *view_;
+    const std::size_t ps_;
+    stats &st_;
+    std::vector<peer> peers_;  // [node]
+    std::vector<std::uint8_t> recv_bufs_;  // [node][slot][32]
+    int stop_ = -1;
+    rdma_event_channel *ch_ = nullptr;  // the listener's, then every id's
+    rdma_cm_id *listener_ = nullptr;
+    ibv_context *ctx_ = nullptr;
+    ibv_pd *pd_ = nullptr;
+    ibv_comp_channel *comp_ = nullptr;
+    ibv_cq *rcq_ = nullptr, *scq_ = nullptr;
+    ibv_mr *view_mr_ = nullptr, *recv_mr_ = nullptr;
+    std::mutex send_mu_;  // every QP's send queue and the send CQ
+    std::uint32_t next_gen_ = 1;
+    std::atomic<unsigned> byes_{0};
+    // completions reaped while forming, from peers already connected
+    std::vector<ibv_wc> early_;
+};
+
+verbs_transport::~verbs_transport()
+{
+    for (peer &p : peers_)
+        if (p.id) {
+            if (p.id->qp)
+                rdma_destroy_qp(p.id);
+            rdma_destroy_id(p.id);
+        }
+    if (listener_)
+        rdma_destroy_id(listener_);
+    if (view_mr_)
+        ibv_dereg_mr(view_mr_);
+    if (recv_mr_)
+        ibv_dereg_mr(recv_mr_);
+    if (rcq_)
+        ibv_destroy_cq(rcq_);
+    if (scq_)
+        ibv_destroy_cq(scq_);
+    if (comp_)
+        ibv_destroy_comp_channel(comp_);
+    if (pd_)
+        ibv_dealloc_pd(pd_);
+    if (ch_)
+        rdma_destroy_event_channel(ch_);
+    if (stop_ >= 0)
+        ::close(stop_);
+}
+
+sockaddr_storage verbs_transport::addr_of(unsigned node) const
+{
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_socktype = SOCK_STREAM;
+    const std::string port = std::to_string(c_.port);
+    const int err = ::getaddrinfo(c_.peers[node - 1].c_str(), port.c_str(), &hints, &res);
+    if (err)
+        throw std::runtime_error("UDSM_PEERS: node " + std::to_string(node) + "'s address " +
+                                 c_.peers[node - 1] + ": " + gai_strerror(err));
+    sockaddr_storage ss{};
+    std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+    ::freeaddrinfo(res);
+    return ss;
+}
+
+conn_data verbs_transport::mine() const
+{
+    conn_data d{};
+    d.node = static_cast<std::uint8_t>(c_.node);
+    d.nnodes = static_cast<std::uint8_t>(c_.nnodes());
+    d.placement = c_.block ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
+    d.npages = c_.npages;
+    d.page_size = static_cast<std::uint32_t>(ps_);
+    d.rkey = view_mr_ ? view_mr_->rkey : 0;
+    d.addr = reinterpret_cast<std::uintptr_t>(view_);
+    return d;
+}
+
+void verbs_transport::check(const conn_data &d, unsigned expect) const
+{
+    std::string why;
+    const conn_data m = mine();
+    if (expect ? d.node != expect : (d.node <= c_.node || d.node > c_.nnodes()))
+        why = "unexpected node " + std::to_string(d.node);
+    else if (d.nnodes != m.nnodes || d.placement != m.placement || d.npages != m.npages ||
+             d.page_size != m.page_size)
+        why = "node " + std::to_string(d.node) + "'s geometry (nodes, placement, pages, page "
+              "size) differs";
+    if (!why.empty())
+        throw std::runtime_error("node " + std::to_string(c_.node) + " refuses a peer: " + why);
+}
+
+void verbs_transport::setup_device(ibv_context *ctx)
+{
+    if (ctx_) {
+        if (ctx != ctx_)
+            throw std::runtime_error("the peers are reached through different RDMA devices");
+        return;
+    }
+    ctx_ = ctx;
+    pd_ = ibv_alloc_pd(ctx);
+    comp_ = ibv_create_comp_channel(ctx);
+    const int nq = int(c_.nnodes());
+    rcq_ = pd_ && comp_ ? ibv_create_cq(ctx, nq * int(recv_depth), nullptr, comp_, 0) : nullptr;
+    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 1), nullptr, nullptr, 0)
+                : nullptr;
+    if (!scq_)
+        throw sys_error("RDMA device setup (PD, CQs)");
+    view_mr_ = ibv_reg_mr(pd_, view_, std::size_t(c_.npages) * ps_,
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                              IBV_ACCESS_REMOTE_READ);
+    recv_mr_ = ibv_reg_mr(pd_, recv_bufs_.data(), recv_bufs_.size(), IBV_ACCESS_LOCAL_WRITE);
+    if (!view_mr_ || !recv_mr_)
+        throw sys_error("ibv_reg_mr");
+    // the receive CQ wakes the progress thread; poll mode never sleeps
+    const int fl = ::fcntl(comp_->fd, F_GETFL);
+    ::fcntl(comp_->fd, F_SETFL, fl | O_NONBLOCK);
+    if (ibv_req_notify_cq(rcq_, 0))
+        throw sys_error("ibv_req_notify_cq");
+}
+
+void verbs_transport::post_recv(unsigned node, unsigned slot)
+{
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(recv_bufs_.data() +
+                                                (node * recv_depth + slot) * msg_len);
+    sge.length = msg_len;
+    sge.lkey = recv_mr_->lkey;
+    ibv_recv_wr wr{}, *bad = nullptr;
+    wr.wr_id = std::uint64_t(peers_[node].gen) << 32 | node << 16 | slot;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    if (ibv_post_recv(peers_[node].id->qp, &wr, &bad))
+        die(node, std::string("ibv_post_recv: ") + std::strerror(errno));
+}
+
+void verbs_transport::make_qp(rdma_cm_id *id, unsigned node)
+{
+    setup_device(id->verbs);
+    ibv_qp_init_attr a{};
+    a.send_cq = scq_;
+    a.recv_cq = rcq_;
+    a.qp_type = IBV_QPT_RC;
+    a.cap.max_send_wr = sq_depth;
+    a.cap.max_recv_wr = recv_depth;
+    a.cap.max_send_sge = 1;
+    a.cap.max_recv_sge = 1;
+    a.cap.max_inline_data = msg_len;
+    if (rdma_create_qp(id, pd_, &a))
+        throw sys_error("rdma_create_qp");
+    peer &p = peers_[node];
+    p.id = id;
+    p.gen = next_gen_++;
+    p.outstanding = p.since_signal = 0;
+    id->context = reinterpret_cast<void *>(std::uintptr_t(node));
+    for (unsigned s = 0; s < recv_depth; s++)
+        post_recv(node, s);
+}
+
+rdma_cm_event *verbs_transport::wait_event(rdma_event_channel *ch, clock::time_point deadline)
+{
+    for (;;) {
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+        pollfd pf{ch->fd, POLLIN, 0};
+        if (left <= 0 || ::poll(&pf, 1, int(left)) == 0)
+            return nullptr;
+        rdma_cm_event *ev = nullptr;
+        if (rdma_get_cm_event(ch, &ev) == 0)
+            return ev;
+        if (errno != EAGAIN && errno != EINTR)
+            throw sys_error("rdma_get_cm_event");
+    }
+}
+
+// Dial @node until it accepts or the deadline: each attempt on its own
+// channel, migrated to the main one once established.
+void verbs_transport::dial(unsigned node, clock::time_point deadline)
+{
+    const sockaddr_storage dst = addr_of(node);
+    std::string last = "no attempt";
+    while (clock::now() < deadline) {
+        rdma_event_channel *ch = rdma_create_event_channel();
+        rdma_cm_id *id = nullptr;
+        if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
+            throw sys_error("rdma_create_id");
+        bool ok = false;
+        auto step = [&](rdma_cm_event_type want) {
+            rdma_cm_event *ev = wait_event(ch, std::min(deadline, clock::now() +
+                                                        std::chrono::seconds(5)));
+            if (!ev) {
+                last = "timed out";
+                return false;
+            }
+            const bool good = ev->event == want;
+            if (good && want == RDMA_CM_EVENT_ESTABLISHED) {
+                conn_data d{};
+                std::memcpy(&d, ev->param.conn.private_data,
+                            std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
+                rdma_ack_cm_event(ev);
+                check(d, node);
+                peers_[node].rkey = d.rkey;
+                peers_[node].addr = d.addr;
+                return true;
+            }
+            if (!good)
+                last = rdma_event_str(ev->event);
+            rdma_ack_cm_event(ev);
+            return good;
+        };
+        if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(
+                                  const_cast<sockaddr_storage *>(&dst)), 2000) == 0 &&
+            step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route(id, 2000) == 0 &&
+            step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
+            make_qp(id, node);
+            const conn_data d = mine();
+            rdma_conn_param cp{};
+            cp.private_data = &d;
+            cp.private_data_len = sizeof(d);
+            cp.responder_resources = 1;
+            cp.initiator_depth = 1;
+            cp.retry_count = 7;
+            cp.rnr_retry_count = 7;  // infinite: a receiver reposts soon
+            ok = rdma_connect(id, &cp) == 0 && step(RDMA_CM_EVENT_ESTABLISHED);
+        }
+        if (ok) {
+            if (rdma_migrate_id(id, ch_))
+                throw sys_error("rdma_migrate_id");
+            rdma_destroy_event_channel(ch);
+            peers_[node].up = true;
+            return;
+        }
+        // rejected (not listening yet) or unreachable: the QP is in ERROR,
+        // its flushed receives carry a generation no connection has now
+        if (id->qp)
+            rdma_destroy_qp(id);
+        rdma_destroy_id(id);
+        rdma_destroy_event_channel(ch);
+        peers_[node].id = nullptr;
+        drain_stale();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    throw std::runtime_error("node " + std::to_string(c_.node) + ": dialing node " +
+                             std::to_string(node) + " (" + c_.peers[node - 1] +
+                             ") failed within UDSM_JOIN_MS: " + last);
+}
+
+// Accept every higher node on the listener (the main channel).
+void verbs_transport::accept_all(clock::time_point deadline)
+{
+    unsigned want = c_.nnodes() - c_.node;
+    while (want) {
+        rdma_cm_event *ev = wait_event(ch_, deadline);
+        if (!ev)
+            throw std::runtime_error("node " + std::to_string(c_.node) +
+                                     ": the higher nodes did not all connect within UDSM_JOIN_MS");
+        rdma_cm_id *id = ev->id;
+        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            conn_data d{};
+            std::memcpy(&d, ev->param.conn.private_data,
+                        std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
+            rdma_ack_cm_event(ev);
+            try {
+                check(d, 0);
+            } catch (const std::exception &e) {
+                rdma_reject(id, nullptr, 0);
+                rdma_destroy_id(id);
+                throw;
+            }
+            if (peers_[d.node].up)
+                throw std::runtime_error("node " + std::to_string(d.node) + " connected twice");
+            make_qp(id, d.node);
+            peers_[d.node].rkey = d.rkey;
+            peers_[d.node].addr = d.addr;
+            const conn_data m = mine();
+            rdma_conn_param cp{};
+            cp.private_data = &m;
+            cp.private_data_len = sizeof(m);
+            cp.responder_resources = 1;
+            cp.initiator_depth = 1;
+            cp.rnr_retry_count = 7;
+            if (rdma_accept(id, &cp))
+                throw sys_error("rdma_accept");
+        } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+            const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(id->context));
+            rdma_ack_cm_event(ev);
+            if (n && !peers_[n].up) {
+                peers_[n].up = true;
+                want--;
+            }
+        } else {
+            rdma_ack_cm_event(ev);  // an attempt that failed: its dialer retries
+        }
+    }
+}
+
+void verbs_transport::form()
+{
+    const auto deadline = clock::now() + std::chrono::milliseconds(c_.join_ms);
+    if (c_.node < c_.nnodes()) {
+        sockaddr_storage me = addr_of(c_.node);
+        if (rdma_create_id(ch_, &listener_, nullptr, RDMA_PS_TCP) ||
+            rdma_bind_addr(listener_, reinterpret_cast<sockaddr *>(&me)) ||
+            rdma_listen(listener_, KDSM_MAX_NODES))
+            throw sys_error("listening on " + c_.peers[c_.node - 1] + " port " +
+                            std::to_string(c_.port));
+        if (listener_->verbs)
+            setup_device(listener_->verbs);
+    }
+    for (unsigned n = 1; n < c_.node; n++)
+        dial(n, deadline);
+    accept_all(deadline);
+    const int fl = ::fcntl(ch_->fd, F_GETFL);
+    ::fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+void verbs_transport::die(unsigned to, const std::string &why)
+{
+    std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_.node, to, why.c_str());
+    std::_Exit(3);
+}
+
+// The flushed receives of a destroyed attempt's QP out of the receive
+// CQ, which they would overflow over many attempts; the connected peers'
+// completions among them are kept for the progress thread.
+void verbs_transport::drain_stale()
+{
+    ibv_wc wc[16];
+    int n;
+    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
+        for (int i = 0; i < n; i++) {
+            const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
+            if (std::uint32_t(wc[i].wr_id >> 32) == peers_[node].gen && peers_[node].up)
+                early_.push_back(wc[i]);
+        }
+}
+
+// Post @wr on @to's QP, signaled every sig_every-th (or @signal); wait
+// for room.
+void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
+{
+    std::lock_guard l(send_mu_);
+    peer &p = peers_[to];
+    while (p.outstanding >= sq_depth - 1)
+        reap_send_locked();
+    p.outstanding++;
+    if (++p.since_signal == sig_every || signal) {
+        wr.send_flags |= IBV_SEND_SIGNALED;
+        wr.wr_id = std::uint64_t(to) << 16 | p.since_signal;  // the WRs it frees
+        p.since_signal = 0;
+    }
+    ibv_send_wr *bad = nullptr;
+    if (ibv_post_send(p.id->qp, &wr, &bad))
+        die(to, std::string("ibv_post_send: ") + std::strerror(errno));
+}
+
+// The signaled sends' completions, each freeing the entries it covers.
+void verbs_transport::reap_send_locked()
+{
+    ibv_wc wc[8];
+    const int n = ibv_poll_cq(scq_, 8, wc);
+    if (n < 0)
+        die(0, "polling the send CQ failed");
+    for (int i = 0; i < n; i++) {
+        const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
+        if (wc[i].status != IBV_WC_SUCCESS)
+            die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
+        peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
+    }
+}
+
+void verbs_transport::post_msg(unsigned to, const void *msg, bool signal)
+{
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(msg);
+    sge.length = msg_len;
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_INLINE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    post(to, wr, signal);
+    st_.msg(*static_cast<const std::uint8_t *>(msg), true);
+}
+
+void verbs_transport::send(unsigned to, const void *msg)
+{
+    post_msg(to, msg, false);
+}
+
+void verbs_transport::write_page(unsigned to, std::uint32_t page)
+{
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(view_ + std::size_t(page) * ps_);
+    sge.length = static_cast<std::uint32_t>(ps_);
+    sge.lkey = view_mr_->lkey;
+    ibv_send_wr wr{};
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = peers_[to].addr + std::uint64_t(page) * ps_;
+    wr.wr.rdma.rkey = peers_[to].rkey;
+    post(to, wr);
+    st_.add(KDSM_STAT_RDMA_WRITE_BYTES, ps_);
+}
+
+void verbs_transport::handle(sink &s, const ibv_wc &wc)
+{
+    const std::uint32_t gen = std::uint32_t(wc.wr_id >> 32);
+    const unsigned node = unsigned(wc.wr_id >> 16 & 0xff);
+    const unsigned slot = unsigned(wc.wr_id & 0xffff);
+    peer &p = peers_[node];
+    // an attempt never established, or a peer that said BYE
+    if (gen != p.gen || !p.up || p.left)
+        return;
+    if (wc.status != IBV_WC_SUCCESS)
+        s.lost(node, std::string("receive completion: ") + ibv_wc_status_str(wc.status));
+    std::uint8_t copy[msg_len];
+    std::memcpy(copy, recv_bufs_.data() + (node * recv_depth + slot) * msg_len, msg_len);
+    post_recv(node, slot);
+    st_.msg(copy[0], false);
+    if (copy[0] == UDSM_BYE) {
+        p.left = true;
+        byes_++;
+    } else {
+        s.deliver(node, copy);
+    }
+}
+
+void verbs_transport::reap_recv(sink &s)
+{
+    ibv_wc wc[16];
+    int n;
+    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
+        for (int i = 0; i < n; i++)
+            handle(s, wc[i]);
+    if (n < 0)
+        s.lost(0, "polling the receive CQ failed");
+}
+
+void verbs_transport::cm_events(sink &s)
+{
+    // a peer's BYE completes here before its disconnect can: reap first
+    reap_recv(s);
+    rdma_cm_event *ev = nullptr;
+    while (rdma_get_cm_event(ch_, &ev) == 0) {
+        const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(ev->id->context));
+        const rdma_cm_event_type type = ev->event;
+        rdma_ack_cm_event(ev);
+        if (!n || n > c_.nnodes() || peers_[n].left)
+            continue;
+        if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+            s.lost(n, rdma_event_str(type));
+    }
+}
+
+void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on_extra)
+{
+    const bool busy = c_.progress == progress_kind::poll;
+    for (const ibv_wc &wc : early_)
+        handle(s, wc);
+    early_.clear();
+    for (unsigned spin = 0;; spin++) {
+        pollfd fds[4] = {{stop_, POLLIN, 0}, {ch_->fd, POLLIN, 0}, {comp_->fd, POLLIN, 0},
+                         {extra_fd, POLLIN, 0}};
+        const nfds_t nfds = extra_fd >= 0 ? 4 : 3;
+        if (busy) {
+            // the CQ and the faults every turn; the descriptors (stop,
+            // CM) now and then
+            reap_recv(s);
+            if (extra_fd >= 0)
+                on_extra();
+            if (spin % 256 || ::poll(fds, nfds, 0) <= 0)
+                continue;
+        } else if (::poll(fds, nfds, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            s.lost(0, std::string("poll: ") + std::strerror(errno));
+        }
+        if (fds[0].revents)
+            return;
+        if (fds[1].revents)
+            cm_events(s);
+        if (nfds == 4 && fds[3].revents && !busy)
+            on_extra();
+        if (fds[2].revents) {
+            ibv_cq *cq = nullptr;
+            void *ctx = nullptr;
+            if (ibv_get_cq_event(comp_, &cq, &ctx) == 0)
+                ibv_ack_cq_events(cq, 1);
+            // poll, re-arm, poll again: nothing arrives unseen
+            reap_recv(s);
+            if (ibv_req_notify_cq(rcq_, 0))
+                s.lost(0, "ibv_req_notify_cq failed");
+            reap_recv(s);
+        }
+    }
+}
+
+void verbs_transport::leave()
+{
+    // BYE signaled, and reaped: a disconnect flushes what is not sent
+    std::uint8_t bye[msg_len] = {UDSM_BYE};
+    for (unsigned n = 1; n <= c_.nnodes(); n++)
+        if (n != c_.node && peers_[n].up)
+            post_msg(n, bye, true);
+    for (;;) {
+        std::lock_guard l(send_mu_);
+        if (std::all_of(peers_.begin(), peers_.end(),
+                        [](const peer &p) { return !p.up || !p.outstanding; }))
+            break;
+        reap_send_locked();
+    }
+    // as the unix transport: every peer's BYE, so none disconnects on a
+    // peer still sending (bounded)
+    const auto end = clock::now() + std::chrono::milliseconds(std::min<std::uint32_t>(c_.join_ms,
+                                                                                     10000));
+    while (byes_.load() < c_.nnodes() - 1 && clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (unsigned n = 1; n <= c_.nnodes(); n++)
+        if (peers_[n].id)
+            rdma_disconnect(peers_[n].id);
+}
+
+}  // namespace
+
+std::unique_ptr<transport> make_verbs_transport(const config &c, std::uint8_t *view,
+                                                std::size_t page_size, stats &st)
+{
+    return std::make_unique<verbs_transport>(c, view, page_size, st);
+}
+
+}  // namespace udsm
