@@ -16,7 +16,7 @@ import re
 import time
 
 from .common import HarnessError, build_dir
-from . import initramfs, kbuild
+from . import initramfs, kbuild, udsm
 
 # Test sizes: each run takes seconds under TCG (defaults: the apps' own).
 APPS = {"sor": "--size 256 --iters 6", "lu": "--size 128",
@@ -24,6 +24,8 @@ APPS = {"sor": "--size 256 --iters 6", "lu": "--size 128",
         "water": "--size 64 --iters 2", "nbody": "--size 256 --iters 2"}
 BINS = ("tools/kdsm/kdsmctl",) + tuple(
     f"tools/kdsm/apps/kdsm-{a}" for a in (*APPS, "litmus", "faults"))
+# the user-level DSM runs the same programs: testbed/udsm.py
+BINS += udsm.BINS
 # kill or link loss to every survivor's report: RC retries (about 4 s), or
 # the next heartbeat's, then one ABORT; generous for TCG
 FAIL_BOUND_S = 20
@@ -488,6 +490,7 @@ def kdsm_checks(res, suite, c, full=True):
         leave(res, suite, four, and_unload=False)
         defer_target_check(res, suite, pair)
         unload(res, suite, four)
+        udsm.checks(res, suite, four, uffd=True)
         return
     app_checks(res, suite, four, 2, only=("sor", "water"))
     atomic_stress_check(res, suite, four, 200)
@@ -497,6 +500,7 @@ def kdsm_checks(res, suite, c, full=True):
                     f"{LITMUS} --test iriw --iters 500{same}", r" 0 violations")
     leave(res, suite, four, and_unload=False)
     fetch_checks(res, suite, four)
+    udsm.checks(res, suite, four, uffd=False)   # 6.1: no uffd WP on shmem
     kill_check(res, suite, four)
 
 
