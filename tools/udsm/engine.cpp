@@ -257,6 +257,12 @@ void engine::deliver(unsigned from, const std::uint8_t *raw)
 {
     core &k = *c_;
     const std::uint64_t t0 = now_ns();
+    // without the lock: a sender that found the peer gone holds it
+    if (raw[0] == KDSM_ABORT) {
+        std::fprintf(stderr, "udsm: node %u lost node %u (node %u lost it)\n", k.geo.self,
+                     raw[2], from);
+        std::_Exit(3);
+    }
     std::unique_lock l(k.mu);
     if (raw[0] >= KDSM_WIRE_CTL_FIRST) {
         kdsm_sig s;
@@ -285,6 +291,11 @@ void engine::lost(unsigned node, const std::string &why)
 {
     std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_->geo.self, node, why.c_str());
     std::fflush(stderr);
+    // the others fail on the same node, not on this one's exit (cluster.c)
+    kdsm_sig s{};
+    s.type = KDSM_ABORT;
+    s.node = static_cast<u8>(node);
+    c_->tr.abort_all(&s);
     // every waiting thread ends with the process: none sleeps on
     std::_Exit(3);
 }

@@ -49,6 +49,8 @@ protected:
 class transport {
 public:
     virtual ~transport() = default;
+    // Where a failed send reports the peer lost (from form() on).
+    void bind(sink &s) { sink_ = &s; }
     // Connect the mesh by the config's deadline; throws std::runtime_error.
     virtual void form() = 0;
     // Thread-safe per peer; callers keep their own order (the engine's lock).
@@ -62,6 +64,12 @@ public:
     virtual void stop() = 0;
     // After the last barrier: BYE to every peer, flushed.
     virtual void leave() = 0;
+    // The cluster failed: @msg (an ABORT) to every peer still there,
+    // best effort and briefly, before this process ends.
+    virtual void abort_all(const void *msg) = 0;
+
+protected:
+    sink *sink_ = nullptr;
 };
 
 // @view: the engine view, @page_size bytes per page.

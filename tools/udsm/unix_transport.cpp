@@ -86,17 +86,18 @@ public:
     void form() override;
     void send(unsigned to, const void *msg) override
     {
-        std::lock_guard l(peers_[to].send_mu);
-        write_all(to, msg, msg_len);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, msg, msg_len))
+            send_failed(l, to);
         st_.msg(*static_cast<const std::uint8_t *>(msg), true);
     }
     void write_page(unsigned to, std::uint32_t page) override
     {
         std::uint8_t h[msg_len] = {page_frame};
         std::memcpy(h + 4, &page, 4);
-        std::lock_guard l(peers_[to].send_mu);
-        write_all(to, h, sizeof(h));
-        write_all(to, view_ + std::size_t(page) * ps_, ps_);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, h, sizeof(h)) || !write_all(to, view_ + std::size_t(page) * ps_, ps_))
+            send_failed(l, to);
         st_.add(KDSM_STAT_RDMA_WRITE_BYTES, ps_);
     }
     void run(sink &s, int extra_fd, const std::function<void()> &on_extra) override;
@@ -109,6 +110,18 @@ public:
     // comes to its end closes on us and fails), so that no node closes
     // while a peer may still send to it, and none leaves unread bytes
     // behind (a reset on the other side)
+    void abort_all(const void *msg) override
+    {
+        for (unsigned n = 1; n <= c_.nnodes(); n++) {
+            peer &p = peers_[n];
+            // a sender holds it briefly, unless its peer is failing too
+            if (n == c_.node || p.sock.fd < 0 ||
+                !p.send_mu.try_lock_for(std::chrono::milliseconds(100)))
+                continue;
+            ::send(p.sock.fd, msg, msg_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            p.send_mu.unlock();
+        }
+    }
     void leave() override
     {
         std::uint8_t bye[msg_len] = {UDSM_BYE};
@@ -124,7 +137,7 @@ public:
 private:
     struct peer {
         fd_guard sock;
-        std::mutex send_mu;
+        std::timed_mutex send_mu;
         std::vector<std::uint8_t> in;  // bytes of an incomplete frame
         bool left = false;             // its BYE arrived
     };
@@ -152,22 +165,34 @@ private:
         std::memcpy(a.sun_path, p.c_str(), p.size() + 1);
         return a;
     }
-    void write_all(unsigned to, const void *p, std::size_t n)
+    // false: the peer is gone (errno says how)
+    bool write_all(unsigned to, const void *p, std::size_t n)
     {
         const auto *b = static_cast<const std::uint8_t *>(p);
         while (n) {
             const ssize_t w = ::send(peers_[to].sock.fd, b, n, MSG_NOSIGNAL);
             if (w < 0 && errno == EINTR)
                 continue;
-            if (w <= 0) {
-                // the receiving side of the pair names it too, from its read
-                std::fprintf(stderr, "udsm: node %u lost node %u (send: %s)\n", c_.node, to,
-                             std::strerror(errno));
-                std::_Exit(3);
-            }
+            if (w <= 0)
+                return false;
             b += w;
             n -= std::size_t(w);
         }
+        return true;
+    }
+    // the cluster fails on @to, its send mutex released first (the ABORT
+    // to the others takes theirs).  In a cascade @to may be a survivor
+    // that ended on the first lost node: its ABORT saying so can wait in
+    // our receive queue behind messages that need the engine's lock,
+    // which this thread holds, so the closed connection is what we name.
+    [[noreturn]] void send_failed(std::unique_lock<std::timed_mutex> &l, unsigned to)
+    {
+        const std::string why = std::string("send: ") + std::strerror(errno);
+        l.unlock();
+        if (sink_)
+            sink_->lost(to, why);
+        std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_.node, to, why.c_str());
+        std::_Exit(3);
     }
     void write_all_fd(int fd, const hello *h)
     {

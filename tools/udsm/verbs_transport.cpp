@@ -100,6 +100,7 @@ public:
         [[maybe_unused]] ssize_t n = ::write(stop_, &one, sizeof(one));
     }
     void leave() override;
+    void abort_all(const void *msg) override;
 
 private:
     struct peer {
@@ -627,6 +628,23 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
             reap_recv(s);
         }
     }
+}
+
+void verbs_transport::abort_all(const void *msg)
+{
+    // a sender stuck on a failed QP holds send_mu_: then give up
+    std::unique_lock l(send_mu_, std::try_to_lock);
+    if (!l)
+        return;
+    l.unlock();
+    for (unsigned n = 1; n <= c_.nnodes(); n++)
+        if (n != c_.node && peers_[n].up && !peers_[n].left)
+            post_msg(n, msg, true);
+    // flushed, or 100 ms: the exit would drop what is not sent
+    const auto end = clock::now() + std::chrono::milliseconds(100);
+    ibv_wc wc[8];
+    while (clock::now() < end && ibv_poll_cq(scq_, 8, wc) >= 0)
+        std::this_thread::yield();
 }
 
 void verbs_transport::leave()
