@@ -16,7 +16,7 @@
 // until a signaled one completes.  sig_every < sq_depth - 1, so one
 // signaled send is always among the outstanding ones.  The send CQ holds
 // every QP's signaled sends: nnodes * sq_depth / sig_every entries at
-// most.  Each QP has recv_depth receive buffers of 32 bytes, reposted
+// most, and the one forced BYE or ABORT each.  Each QP has recv_depth receive buffers of 32 bytes, reposted
 // as soon as their message is handled; a peer that finds none waits in
 // RNR retries (infinite), never fails.
 //
@@ -128,6 +128,7 @@ private:
     void reap_send_locked();
     void handle(sink &s, const ibv_wc &wc);
     void drain_stale();
+    void drop_attempt(unsigned node);
     [[noreturn]] void die(unsigned to, const std::string &why);
     void reap_recv(sink &s);
     void cm_events(sink &s);
@@ -235,7 +236,7 @@ void verbs_transport::setup_device(ibv_context *ctx)
     comp_ = ibv_create_comp_channel(ctx);
     const int nq = int(c_.nnodes());
     rcq_ = pd_ && comp_ ? ibv_create_cq(ctx, nq * int(recv_depth), nullptr, comp_, 0) : nullptr;
-    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 1), nullptr, nullptr, 0)
+    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 2), nullptr, nullptr, 0)
                 : nullptr;
     if (!scq_)
         throw sys_error("RDMA device setup (PD, CQs)");
@@ -402,6 +403,7 @@ void verbs_transport::accept_all(clock::time_point deadline)
             }
             if (peers_[d.node].up)
                 throw std::runtime_error("node " + std::to_string(d.node) + " connected twice");
+            drop_attempt(d.node);  // an earlier one, which its dialer gave up
             make_qp(id, d.node);
             peers_[d.node].rkey = d.rkey;
             peers_[d.node].addr = d.addr;
@@ -414,15 +416,18 @@ void verbs_transport::accept_all(clock::time_point deadline)
             cp.rnr_retry_count = 7;
             if (rdma_accept(id, &cp))
                 throw sys_error("rdma_accept");
-        } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+        } else {
             const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(id->context));
+            const bool est = ev->event == RDMA_CM_EVENT_ESTABLISHED;
             rdma_ack_cm_event(ev);
-            if (n && !peers_[n].up) {
+            if (!n || n > c_.nnodes() || peers_[n].id != id || peers_[n].up)
+                continue;
+            if (est) {
                 peers_[n].up = true;
                 want--;
+            } else {
+                drop_attempt(n);  // failed: its dialer tries again
             }
-        } else {
-            rdma_ack_cm_event(ev);  // an attempt that failed: its dialer retries
         }
     }
 }
@@ -466,6 +471,20 @@ void verbs_transport::drain_stale()
             if (std::uint32_t(wc[i].wr_id >> 32) == peers_[node].gen && peers_[node].up)
                 early_.push_back(wc[i]);
         }
+}
+
+// An accepted attempt that never got established: its QP (in ERROR,
+// its receives flushed with a generation no connection has) and its id.
+void verbs_transport::drop_attempt(unsigned node)
+{
+    peer &p = peers_[node];
+    if (!p.id || p.up)
+        return;
+    if (p.id->qp)
+        rdma_destroy_qp(p.id);
+    rdma_destroy_id(p.id);
+    p.id = nullptr;
+    drain_stale();
 }
 
 // Post @wr on @to's QP, signaled every sig_every-th (or @signal); wait

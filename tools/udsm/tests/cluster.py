@@ -4,7 +4,9 @@
 transport), and check every node's exit status and node 1's output.
 
   cluster.py --nodes N [--progress block|poll] [--access segv|uffd]
-             [--expect REGEX] BIN ARGS...
+             [--transport unix|verbs] [--expect REGEX] BIN ARGS...
+             verbs: 2 nodes on this host, both at $UDSM_TEST_ADDR (an address
+             of an RDMA device here); skipped without one
   cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
   cluster.py --nodes N --kill K --after S BIN ARGS...
                                    SIGKILL node K after S seconds: every other
@@ -47,11 +49,24 @@ def bad_env(binary, assignment):
 def cluster(args):
     if not hasattr(os, "memfd_create"):
         skip("no memfd_create on this host")
+    if args.transport == "verbs":
+        addr = os.environ.get("UDSM_TEST_ADDR")
+        devs = os.listdir("/sys/class/infiniband") \
+            if os.path.isdir("/sys/class/infiniband") else []
+        if not devs:
+            skip("no RDMA device (/sys/class/infiniband is empty)")
+        if not addr:
+            skip("UDSM_TEST_ADDR unset: an IP address of an RDMA device here")
+        if args.nodes != 2:
+            skip("verbs on one host: 2 nodes (one listener per address and port)")
     with tempfile.TemporaryDirectory(prefix="udsm-") as d:
-        peers = ",".join(f"node{i}" for i in range(1, args.nodes + 1))
+        if args.transport == "verbs":
+            peers = ",".join([os.environ["UDSM_TEST_ADDR"]] * args.nodes)
+        else:
+            peers = ",".join(f"node{i}" for i in range(1, args.nodes + 1))
         procs = []
         for n in range(1, args.nodes + 1):
-            env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR=d,
+            env = dict(os.environ, UDSM_TRANSPORT=args.transport, UDSM_DIR=d,
                        UDSM_PEERS=peers, UDSM_NODE=str(n),
                        UDSM_PROGRESS=args.progress, UDSM_ACCESS=args.access,
                        UDSM_JOIN_MS="20000")
@@ -112,6 +127,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--progress", default="block")
     ap.add_argument("--access", default="segv")
+    ap.add_argument("--transport", default="unix")
     ap.add_argument("--expect")
     ap.add_argument("--bad-env")
     ap.add_argument("--kill", type=int, default=0)
