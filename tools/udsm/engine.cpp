@@ -32,7 +32,7 @@ core::core(const config &c, transport &t, protector &p, stats &s)
     : tr(t), pr(p), st(s), pg(c.npages), home(c.npages), homeq(c.npages),
       homeq_len(c.npages), fault_t0(c.npages),
       grant_word(std::make_unique<std::atomic<std::uint32_t>[]>(c.npages)),
-      lw(KDSM_MAX_LOCKS), lm(KDSM_MAX_LOCKS)
+      lw(KDSM_MAX_LOCKS), lm(KDSM_MAX_LOCKS), qls(KDSM_MAX_LOCKS)
 {
     geo.self = static_cast<u8>(c.node);
     geo.nnodes = static_cast<u8>(c.nnodes());
@@ -267,7 +267,8 @@ void engine::deliver(unsigned from, const std::uint8_t *raw)
     if (raw[0] >= KDSM_WIRE_CTL_FIRST) {
         kdsm_sig s;
         std::memcpy(&s, raw, sizeof(s));
-        if (k.sync_apply(static_cast<u8>(from), s))
+        const bool q = s.type >= KDSM_QL_NEXT && s.type <= KDSM_QL_CAS_DONE;
+        if (q ? k.qlock_recv(static_cast<u8>(from), s) : k.sync_apply(static_cast<u8>(from), s))
             k.die("node " + std::to_string(from) + "'s lock or barrier message of type " +
                   std::to_string(raw[0]) + " is malformed or out of turn");
     } else {

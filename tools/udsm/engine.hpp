@@ -64,6 +64,11 @@ public:
     int lock(std::uint32_t id);
     int unlock(std::uint32_t id);
     int barrier();
+    // The queue lock on the transport's compare-and-swap (qlock.cpp): as
+    // the kernel's KDSM_LOCK_ATOMIC (EBUSY, EPERM, EOPNOTSUPP).
+    int qlock(std::uint32_t id);
+    int qunlock(std::uint32_t id);
+    void cas_done(std::uint32_t id, bool px, std::uint64_t raw) override;
 
 private:
     std::unique_ptr<core> c_;

@@ -41,8 +41,13 @@ namespace udsm {
 
 namespace {
 
-// not a message type: a page follows (types are below 32)
+// Frames that are not messages (types are below 32), so not counted as
+// such: a page follows; a compare-and-swap on our lock words (px, cmp,
+// swap, the lock id), and its result (px, id, the old word), which stand
+// for the RDMA atomic and its completion.
 constexpr std::uint8_t page_frame = 0xd0;
+constexpr std::uint8_t cas_frame = 0xd1;
+constexpr std::uint8_t cas_result_frame = 0xd2;
 
 struct hello {
     std::uint8_t type, node, nnodes, placement;
@@ -76,7 +81,8 @@ std::runtime_error sys_error(const std::string &what)
 class unix_transport final : public transport {
 public:
     unix_transport(const config &c, std::uint8_t *view, std::size_t page_size, stats &st)
-        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1)
+        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1),
+          words_(KDSM_MAX_LOCKS / c.nnodes() + 1)
     {
         stop_.fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (stop_.fd < 0)
@@ -101,6 +107,16 @@ public:
         st_.add(KDSM_STAT_RDMA_WRITE_BYTES, ps_);
     }
     void run(sink &s, int extra_fd, const std::function<void()> &on_extra) override;
+    bool cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
+             std::uint8_t swap) override
+    {
+        std::uint8_t f[msg_len] = {cas_frame, px, cmp, swap};
+        std::memcpy(f + 4, &id, 4);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, f, sizeof(f)))
+            send_failed(l, to);
+        return true;
+    }
     void stop() override
     {
         const std::uint64_t one = 1;
@@ -203,6 +219,8 @@ private:
     // one HELLO, whole, by @deadline
     hello read_hello(int fd, std::chrono::steady_clock::time_point deadline);
     void check_hello(const hello &h, unsigned expect) const;
+    // a CAS on our words (answered), or our CAS's result
+    void cas_frame_in(sink &s, unsigned n, const std::uint8_t *f);
     // the frames buffered from @n; false: the peer closed
     bool drain(sink &s, unsigned n);
 
@@ -212,6 +230,9 @@ private:
     stats &st_;
     std::vector<peer> peers_;  // [node]
     fd_guard stop_;
+    // our lock words (the queue lock's tails): the progress thread alone
+    // runs the CASes on them, in arrival order
+    std::vector<std::uint64_t> words_;
 };
 
 hello unix_transport::read_hello(int fd, std::chrono::steady_clock::time_point deadline)
@@ -301,6 +322,31 @@ void unix_transport::form()
     ::unlink(me.sun_path);
 }
 
+void unix_transport::cas_frame_in(sink &s, unsigned n, const std::uint8_t *f)
+{
+    std::uint32_t id;
+    std::memcpy(&id, f + 4, 4);
+    if (id >= KDSM_MAX_LOCKS)
+        s.lost(n, "a CAS frame past the locks");
+    if (f[0] == cas_result_frame) {
+        std::uint64_t old;
+        std::memcpy(&old, f + 8, 8);
+        s.cas_done(id, f[1], old);
+        return;
+    }
+    if ((id % c_.nnodes()) + 1 != c_.node)
+        s.lost(n, "a CAS on a lock word that is not ours");
+    std::uint64_t &w = words_[id / c_.nnodes()];
+    std::uint8_t r[msg_len] = {cas_result_frame, f[1]};
+    std::memcpy(r + 4, &id, 4);
+    std::memcpy(r + 8, &w, 8);
+    if (w == f[2])
+        w = f[3];
+    std::unique_lock l(peers_[n].send_mu);
+    if (!write_all(n, r, sizeof(r)))
+        send_failed(l, n);
+}
+
 bool unix_transport::drain(sink &s, unsigned n)
 {
     peer &p = peers_[n];
@@ -329,6 +375,11 @@ bool unix_transport::drain(sink &s, unsigned n)
                     s.lost(n, "a page frame past the region");
                 std::memcpy(view_ + std::size_t(page) * ps_, f + msg_len, ps_);
                 at += msg_len + ps_;
+                continue;
+            }
+            if (f[0] == cas_frame || f[0] == cas_result_frame) {
+                cas_frame_in(s, n, f);
+                at += msg_len;
                 continue;
             }
             st_.msg(f[0], false);
