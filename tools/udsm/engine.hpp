@@ -69,6 +69,9 @@ public:
     int qlock(std::uint32_t id);
     int qunlock(std::uint32_t id);
     void cas_done(std::uint32_t id, bool px, std::uint64_t raw) override;
+    // Before leaving: until no queue lock of this node has a CAS, NEXT or
+    // PASS still to come or go (a release returns before them), bounded.
+    void quiesce();
 
 private:
     std::unique_ptr<core> c_;

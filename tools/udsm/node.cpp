@@ -71,6 +71,7 @@ node::node(const config &c)
 
 node::~node()
 {
+    eng_->quiesce();
     tr_->leave();
     tr_->stop();
     progress_.join();

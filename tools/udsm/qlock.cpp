@@ -19,6 +19,7 @@
 // PASS or the freeing CAS leaves after that.
 #include "engine-pri.hpp"
 
+#include <chrono>
 #include <cstring>
 
 namespace udsm {
@@ -226,6 +227,18 @@ int engine::qunlock(std::uint32_t id)
         return -ret;
     ql_kick(k, id, false);
     return 0;
+}
+
+void engine::quiesce()
+{
+    core &k = *c_;
+    std::unique_lock l(k.mu);
+    k.sync_cv.wait_for(l, std::chrono::seconds(10), [&] {
+        for (const ql &q : k.qls)
+            if (q.q.state != KDSM_Q_IDLE || q.px_state != px_idle)
+                return false;
+        return true;
+    });
 }
 
 void engine::cas_done(std::uint32_t id, bool px, std::uint64_t raw)

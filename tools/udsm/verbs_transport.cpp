@@ -16,7 +16,12 @@
 // until a signaled one completes.  sig_every < sq_depth - 1, so one
 // signaled send is always among the outstanding ones.  The send CQ holds
 // every QP's signaled sends: nnodes * sq_depth / sig_every entries at
-// most, and the one forced BYE or ABORT each.  Each QP has recv_depth receive buffers of 32 bytes, reposted
+// most, and the one forced BYE or ABORT each, plus one CAS per result
+// slot.  A sender waiting for room holds the engine's lock, and the
+// peer's receives may wait for its progress thread, which may wait for
+// that lock: a cycle would need a QP's 63 sends and its peer's 64
+// receive buffers both full, while the protocol has a few messages per
+// outstanding fault in flight between two nodes.  Each QP has recv_depth receive buffers of 32 bytes, reposted
 // as soon as their message is handled; a peer that finds none waits in
 // RNR retries (infinite), never fails.
 //
