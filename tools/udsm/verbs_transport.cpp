@@ -150,7 +150,7 @@ private:
     void drain_stale();
     void drop_attempt(unsigned node);
     [[noreturn]] void die(unsigned to, const std::string &why);
-    void reap_recv(sink &s);
+    int reap_recv(sink &s);
     void cm_events(sink &s);
 
     const config c_;
@@ -681,15 +681,19 @@ void verbs_transport::handle(sink &s, const ibv_wc &wc)
     }
 }
 
-void verbs_transport::reap_recv(sink &s)
+// The receive CQ to its end; how many completions it held.
+int verbs_transport::reap_recv(sink &s)
 {
     ibv_wc wc[16];
-    int n;
-    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
+    int n, all = 0;
+    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0) {
+        all += n;
         for (int i = 0; i < n; i++)
             handle(s, wc[i]);
+    }
     if (n < 0)
         s.lost(0, "polling the receive CQ failed");
+    return all;
 }
 
 void verbs_transport::cm_events(sink &s)
@@ -720,8 +724,10 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
         const nfds_t nfds = extra_fd >= 0 ? 5 : 4;
         if (busy) {
             // the CQs and the faults every turn; the descriptors (stop,
-            // CM) now and then
-            reap_recv(s);
+            // CM) now and then; an empty turn yields, for a host with
+            // fewer CPUs than running threads
+            if (!reap_recv(s))
+                std::this_thread::yield();
             reap_send(s);
             if (extra_fd >= 0)
                 on_extra();
