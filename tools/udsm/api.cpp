@@ -31,30 +31,18 @@ attachment::attachment(int timeout_ms)
 
 attachment::~attachment() = default;
 
-namespace {
-
-[[noreturn]] void no_atomic(std::uint32_t id)
-{
-    throw error(EOPNOTSUPP, "lock " + std::to_string(id) +
-                                " (atomic): udsm offers the kernel-kind lock only");
-}
-
-}  // namespace
-
 void attachment::lock(std::uint32_t id, lock_kind kind)
 {
-    if (kind == lock_kind::atomic)
-        no_atomic(id);
-    if (const int err = n_->eng().lock(id))
-        throw error(err, "lock " + std::to_string(id) + " (kernel)");
+    udsm::engine &e = n_->eng();
+    if (const int err = kind == lock_kind::atomic ? e.qlock(id) : e.lock(id))
+        throw error(err, "lock " + std::to_string(id) + " (" + lock_kind_name(kind) + ")");
 }
 
 void attachment::unlock(std::uint32_t id, lock_kind kind)
 {
-    if (kind == lock_kind::atomic)
-        no_atomic(id);
-    if (const int err = n_->eng().unlock(id))
-        throw error(err, "unlock " + std::to_string(id) + " (kernel)");
+    udsm::engine &e = n_->eng();
+    if (const int err = kind == lock_kind::atomic ? e.qunlock(id) : e.unlock(id))
+        throw error(err, "unlock " + std::to_string(id) + " (" + lock_kind_name(kind) + ")");
 }
 
 void attachment::barrier_all()

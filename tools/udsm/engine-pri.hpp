@@ -52,6 +52,14 @@ struct lockmgr {
     std::array<std::uint8_t, KDSM_MAX_NODES> q{};
 };
 
+// The queue lock at this node (qlock.cpp): @q its place in the queue;
+// as the helper of the lock's manager, @px_*: the one CAS it asked for.
+struct ql {
+    kdsm_qlock q{};
+    int err = 0;  // for the waiting thread: EOPNOTSUPP
+    std::uint8_t px_state = 0, px_cmp = 0, px_swap = 0, px_old = 0, px_code = 0;
+};
+
 struct core {
     core(const config &c, transport &t, protector &p, stats &st);
 
@@ -77,10 +85,15 @@ struct core {
     std::uint32_t bar_gen = 0, bar_passed = 0, mgr_gen = 0;
     bool bar_busy = false;
     std::uint8_t mgr_entered = 0;
+    std::vector<ql> qls;  // KDSM_MAX_LOCKS
 
     // under mu: send @s to @to (a peer) or apply it here
     void send_sig(std::uint8_t to, std::uint8_t type, std::uint32_t id, std::uint32_t gen);
     int sync_apply(std::uint8_t from, const kdsm_sig &s);
+    // qlock.cpp
+    bool qlock_busy(std::uint32_t id) const;
+    int qlock_recv(std::uint8_t from, const kdsm_sig &s);
+    void cas_done(std::uint32_t id, bool px, std::uint64_t raw);
     [[noreturn]] void die(const std::string &why);
 };
 

@@ -32,7 +32,7 @@ core::core(const config &c, transport &t, protector &p, stats &s)
     : tr(t), pr(p), st(s), pg(c.npages), home(c.npages), homeq(c.npages),
       homeq_len(c.npages), fault_t0(c.npages),
       grant_word(std::make_unique<std::atomic<std::uint32_t>[]>(c.npages)),
-      lw(KDSM_MAX_LOCKS), lm(KDSM_MAX_LOCKS)
+      lw(KDSM_MAX_LOCKS), lm(KDSM_MAX_LOCKS), qls(KDSM_MAX_LOCKS)
 {
     geo.self = static_cast<u8>(c.node);
     geo.nnodes = static_cast<u8>(c.nnodes());
@@ -257,11 +257,18 @@ void engine::deliver(unsigned from, const std::uint8_t *raw)
 {
     core &k = *c_;
     const std::uint64_t t0 = now_ns();
+    // without the lock: a sender that found the peer gone holds it
+    if (raw[0] == KDSM_ABORT) {
+        std::fprintf(stderr, "udsm: node %u lost node %u (node %u lost it)\n", k.geo.self,
+                     raw[2], from);
+        std::_Exit(3);
+    }
     std::unique_lock l(k.mu);
     if (raw[0] >= KDSM_WIRE_CTL_FIRST) {
         kdsm_sig s;
         std::memcpy(&s, raw, sizeof(s));
-        if (k.sync_apply(static_cast<u8>(from), s))
+        const bool q = s.type >= KDSM_QL_NEXT && s.type <= KDSM_QL_CAS_DONE;
+        if (q ? k.qlock_recv(static_cast<u8>(from), s) : k.sync_apply(static_cast<u8>(from), s))
             k.die("node " + std::to_string(from) + "'s lock or barrier message of type " +
                   std::to_string(raw[0]) + " is malformed or out of turn");
     } else {
@@ -285,6 +292,11 @@ void engine::lost(unsigned node, const std::string &why)
 {
     std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_->geo.self, node, why.c_str());
     std::fflush(stderr);
+    // the others fail on the same node, not on this one's exit (cluster.c)
+    kdsm_sig s{};
+    s.type = KDSM_ABORT;
+    s.node = static_cast<u8>(node);
+    c_->tr.abort_all(&s);
     // every waiting thread ends with the process: none sleeps on
     std::_Exit(3);
 }

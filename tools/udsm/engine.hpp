@@ -64,6 +64,14 @@ public:
     int lock(std::uint32_t id);
     int unlock(std::uint32_t id);
     int barrier();
+    // The queue lock on the transport's compare-and-swap (qlock.cpp): as
+    // the kernel's KDSM_LOCK_ATOMIC (EBUSY, EPERM, EOPNOTSUPP).
+    int qlock(std::uint32_t id);
+    int qunlock(std::uint32_t id);
+    void cas_done(std::uint32_t id, bool px, std::uint64_t raw) override;
+    // Before leaving: until no queue lock of this node has a CAS, NEXT or
+    // PASS still to come or go (a release returns before them), bounded.
+    void quiesce();
 
 private:
     std::unique_ptr<core> c_;

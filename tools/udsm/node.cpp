@@ -62,6 +62,7 @@ node::node(const config &c)
               ? make_unix_transport(c_, reg_.eng(), ps_, st_)
               : make_verbs_transport(c_, reg_.eng(), ps_, st_);
     eng_ = std::make_unique<engine>(c_, *tr_, *acc_, st_);
+    tr_->bind(*eng_);
     acc_->attach(*eng_);  // the home's pages open RW
     tr_->form();
     progress_ = std::jthread(
@@ -70,6 +71,7 @@ node::node(const config &c)
 
 node::~node()
 {
+    eng_->quiesce();
     tr_->leave();
     tr_->stop();
     progress_.join();

@@ -153,8 +153,8 @@ int engine::lock(std::uint32_t id)
         return EINVAL;
     std::unique_lock l(k.mu);
     lockwait &w = k.lw[id];
-    if (w.waiting || w.held)
-        return EBUSY;
+    if (w.waiting || w.held || k.qlock_busy(id))
+        return EBUSY;  // of either kind
     w.waiting = true;
     const u8 mgr = mgr_of(k, id);
     if (mgr == k.geo.self) {

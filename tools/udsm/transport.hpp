@@ -41,6 +41,9 @@ public:
     virtual void deliver(unsigned from, const std::uint8_t *msg) = 0;
     // the cluster failed: node @node is lost; ends the process
     [[noreturn]] virtual void lost(unsigned node, const std::string &why) = 0;
+    // our compare-and-swap on lock @id's word completed: @raw was there
+    // (slot @px: as the manager's helper)
+    virtual void cas_done(std::uint32_t id, bool px, std::uint64_t raw) = 0;
 
 protected:
     ~sink() = default;
@@ -49,6 +52,8 @@ protected:
 class transport {
 public:
     virtual ~transport() = default;
+    // Where a failed send reports the peer lost (from form() on).
+    void bind(sink &s) { sink_ = &s; }
     // Connect the mesh by the config's deadline; throws std::runtime_error.
     virtual void form() = 0;
     // Thread-safe per peer; callers keep their own order (the engine's lock).
@@ -62,6 +67,18 @@ public:
     virtual void stop() = 0;
     // After the last barrier: BYE to every peer, flushed.
     virtual void leave() = 0;
+    // The cluster failed: @msg (an ABORT) to every peer still there,
+    // best effort and briefly, before this process ends.
+    virtual void abort_all(const void *msg) = 0;
+    // Compare-and-swap lock @id's word (word id / nnodes of the lock
+    // words) at node @to, @cmp -> @swap, into our result slot @px (one in
+    // flight per slot); the result comes to sink::cas_done() in the
+    // progress thread.  false: no atomics on the way to @to.
+    virtual bool cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
+                     std::uint8_t swap) = 0;
+
+protected:
+    sink *sink_ = nullptr;
 };
 
 // @view: the engine view, @page_size bytes per page.

@@ -41,8 +41,13 @@ namespace udsm {
 
 namespace {
 
-// not a message type: a page follows (types are below 32)
+// Frames that are not messages (types are below 32), so not counted as
+// such: a page follows; a compare-and-swap on our lock words (px, cmp,
+// swap, the lock id), and its result (px, id, the old word), which stand
+// for the RDMA atomic and its completion.
 constexpr std::uint8_t page_frame = 0xd0;
+constexpr std::uint8_t cas_frame = 0xd1;
+constexpr std::uint8_t cas_result_frame = 0xd2;
 
 struct hello {
     std::uint8_t type, node, nnodes, placement;
@@ -76,7 +81,8 @@ std::runtime_error sys_error(const std::string &what)
 class unix_transport final : public transport {
 public:
     unix_transport(const config &c, std::uint8_t *view, std::size_t page_size, stats &st)
-        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1)
+        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1),
+          words_(KDSM_MAX_LOCKS / c.nnodes() + 1)
     {
         stop_.fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (stop_.fd < 0)
@@ -86,20 +92,31 @@ public:
     void form() override;
     void send(unsigned to, const void *msg) override
     {
-        std::lock_guard l(peers_[to].send_mu);
-        write_all(to, msg, msg_len);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, msg, msg_len))
+            send_failed(l, to);
         st_.msg(*static_cast<const std::uint8_t *>(msg), true);
     }
     void write_page(unsigned to, std::uint32_t page) override
     {
         std::uint8_t h[msg_len] = {page_frame};
         std::memcpy(h + 4, &page, 4);
-        std::lock_guard l(peers_[to].send_mu);
-        write_all(to, h, sizeof(h));
-        write_all(to, view_ + std::size_t(page) * ps_, ps_);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, h, sizeof(h)) || !write_all(to, view_ + std::size_t(page) * ps_, ps_))
+            send_failed(l, to);
         st_.add(KDSM_STAT_RDMA_WRITE_BYTES, ps_);
     }
     void run(sink &s, int extra_fd, const std::function<void()> &on_extra) override;
+    bool cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
+             std::uint8_t swap) override
+    {
+        std::uint8_t f[msg_len] = {cas_frame, px, cmp, swap};
+        std::memcpy(f + 4, &id, 4);
+        std::unique_lock l(peers_[to].send_mu);
+        if (!write_all(to, f, sizeof(f)))
+            send_failed(l, to);
+        return true;
+    }
     void stop() override
     {
         const std::uint64_t one = 1;
@@ -109,6 +126,18 @@ public:
     // comes to its end closes on us and fails), so that no node closes
     // while a peer may still send to it, and none leaves unread bytes
     // behind (a reset on the other side)
+    void abort_all(const void *msg) override
+    {
+        for (unsigned n = 1; n <= c_.nnodes(); n++) {
+            peer &p = peers_[n];
+            // a sender holds it briefly, unless its peer is failing too
+            if (n == c_.node || p.sock.fd < 0 ||
+                !p.send_mu.try_lock_for(std::chrono::milliseconds(100)))
+                continue;
+            ::send(p.sock.fd, msg, msg_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+            p.send_mu.unlock();
+        }
+    }
     void leave() override
     {
         std::uint8_t bye[msg_len] = {UDSM_BYE};
@@ -124,7 +153,7 @@ public:
 private:
     struct peer {
         fd_guard sock;
-        std::mutex send_mu;
+        std::timed_mutex send_mu;
         std::vector<std::uint8_t> in;  // bytes of an incomplete frame
         bool left = false;             // its BYE arrived
     };
@@ -152,22 +181,34 @@ private:
         std::memcpy(a.sun_path, p.c_str(), p.size() + 1);
         return a;
     }
-    void write_all(unsigned to, const void *p, std::size_t n)
+    // false: the peer is gone (errno says how)
+    bool write_all(unsigned to, const void *p, std::size_t n)
     {
         const auto *b = static_cast<const std::uint8_t *>(p);
         while (n) {
             const ssize_t w = ::send(peers_[to].sock.fd, b, n, MSG_NOSIGNAL);
             if (w < 0 && errno == EINTR)
                 continue;
-            if (w <= 0) {
-                // the receiving side of the pair names it too, from its read
-                std::fprintf(stderr, "udsm: node %u lost node %u (send: %s)\n", c_.node, to,
-                             std::strerror(errno));
-                std::_Exit(3);
-            }
+            if (w <= 0)
+                return false;
             b += w;
             n -= std::size_t(w);
         }
+        return true;
+    }
+    // the cluster fails on @to, its send mutex released first (the ABORT
+    // to the others takes theirs).  In a cascade @to may be a survivor
+    // that ended on the first lost node: its ABORT saying so can wait in
+    // our receive queue behind messages that need the engine's lock,
+    // which this thread holds, so the closed connection is what we name.
+    [[noreturn]] void send_failed(std::unique_lock<std::timed_mutex> &l, unsigned to)
+    {
+        const std::string why = std::string("send: ") + std::strerror(errno);
+        l.unlock();
+        if (sink_)
+            sink_->lost(to, why);
+        std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_.node, to, why.c_str());
+        std::_Exit(3);
     }
     void write_all_fd(int fd, const hello *h)
     {
@@ -178,6 +219,8 @@ private:
     // one HELLO, whole, by @deadline
     hello read_hello(int fd, std::chrono::steady_clock::time_point deadline);
     void check_hello(const hello &h, unsigned expect) const;
+    // a CAS on our words (answered), or our CAS's result
+    void cas_frame_in(sink &s, unsigned n, const std::uint8_t *f);
     // the frames buffered from @n; false: the peer closed
     bool drain(sink &s, unsigned n);
 
@@ -187,6 +230,9 @@ private:
     stats &st_;
     std::vector<peer> peers_;  // [node]
     fd_guard stop_;
+    // our lock words (the queue lock's tails): the progress thread alone
+    // runs the CASes on them, in arrival order
+    std::vector<std::uint64_t> words_;
 };
 
 hello unix_transport::read_hello(int fd, std::chrono::steady_clock::time_point deadline)
@@ -276,6 +322,31 @@ void unix_transport::form()
     ::unlink(me.sun_path);
 }
 
+void unix_transport::cas_frame_in(sink &s, unsigned n, const std::uint8_t *f)
+{
+    std::uint32_t id;
+    std::memcpy(&id, f + 4, 4);
+    if (id >= KDSM_MAX_LOCKS)
+        s.lost(n, "a CAS frame past the locks");
+    if (f[0] == cas_result_frame) {
+        std::uint64_t old;
+        std::memcpy(&old, f + 8, 8);
+        s.cas_done(id, f[1], old);
+        return;
+    }
+    if ((id % c_.nnodes()) + 1 != c_.node)
+        s.lost(n, "a CAS on a lock word that is not ours");
+    std::uint64_t &w = words_[id / c_.nnodes()];
+    std::uint8_t r[msg_len] = {cas_result_frame, f[1]};
+    std::memcpy(r + 4, &id, 4);
+    std::memcpy(r + 8, &w, 8);
+    if (w == f[2])
+        w = f[3];
+    std::unique_lock l(peers_[n].send_mu);
+    if (!write_all(n, r, sizeof(r)))
+        send_failed(l, n);
+}
+
 bool unix_transport::drain(sink &s, unsigned n)
 {
     peer &p = peers_[n];
@@ -304,6 +375,11 @@ bool unix_transport::drain(sink &s, unsigned n)
                     s.lost(n, "a page frame past the region");
                 std::memcpy(view_ + std::size_t(page) * ps_, f + msg_len, ps_);
                 at += msg_len + ps_;
+                continue;
+            }
+            if (f[0] == cas_frame || f[0] == cas_result_frame) {
+                cas_frame_in(s, n, f);
+                at += msg_len;
                 continue;
             }
             st_.msg(f[0], false);

@@ -16,7 +16,12 @@
 // until a signaled one completes.  sig_every < sq_depth - 1, so one
 // signaled send is always among the outstanding ones.  The send CQ holds
 // every QP's signaled sends: nnodes * sq_depth / sig_every entries at
-// most.  Each QP has recv_depth receive buffers of 32 bytes, reposted
+// most, and the one forced BYE or ABORT each, plus one CAS per result
+// slot.  A sender waiting for room holds the engine's lock, and the
+// peer's receives may wait for its progress thread, which may wait for
+// that lock: a cycle would need a QP's 63 sends and its peer's 64
+// receive buffers both full, while the protocol has a few messages per
+// outstanding fault in flight between two nodes.  Each QP has recv_depth receive buffers of 32 bytes, reposted
 // as soon as their message is handled; a peer that finds none waits in
 // RNR retries (infinite), never fails.
 //
@@ -60,6 +65,11 @@ namespace {
 constexpr unsigned sq_depth = 64;
 constexpr unsigned sig_every = 16;
 constexpr unsigned recv_depth = 64;
+
+// wr_id of a send WR: bits 0-15 the WRs a signaled one frees, 16-23 the
+// peer; a compare-and-swap adds its lock id (24-55), its result slot
+// (bit 62) and cas_wr (bit 63).
+constexpr std::uint64_t cas_wr = 1ull << 63, cas_px = 1ull << 62;
 static_assert(sig_every < sq_depth - 1);
 
 // in the connection's private data (at most 56 bytes on IB)
@@ -67,6 +77,8 @@ struct conn_data {
     std::uint8_t node, nnodes, placement, reserved;
     std::uint32_t npages, page_size, rkey;
     std::uint64_t addr;
+    std::uint32_t lock_rkey;  // 0: no atomics on this side
+    std::uint64_t lock_addr;  // our lock words (the queue lock)
 };
 static_assert(sizeof(conn_data) <= 56);
 
@@ -81,11 +93,13 @@ class verbs_transport final : public transport {
 public:
     verbs_transport(const config &c, std::uint8_t *view, std::size_t page_size, stats &st)
         : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1),
-          recv_bufs_((c.nnodes() + 1) * recv_depth * msg_len)
+          recv_bufs_((c.nnodes() + 1) * recv_depth * msg_len),
+          words_(KDSM_MAX_LOCKS / c.nnodes() + 1), results_(2 * KDSM_MAX_LOCKS)
     {
         stop_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         ch_ = rdma_create_event_channel();
-        if (stop_ < 0 || !ch_)
+        if (stop_ < 0 || wake_ < 0 || !ch_)
             throw sys_error("rdma_create_event_channel");
     }
     ~verbs_transport() override;
@@ -100,6 +114,9 @@ public:
         [[maybe_unused]] ssize_t n = ::write(stop_, &one, sizeof(one));
     }
     void leave() override;
+    void abort_all(const void *msg) override;
+    bool cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
+             std::uint8_t swap) override;
 
 private:
     struct peer {
@@ -111,6 +128,8 @@ private:
         unsigned since_signal = 0;
         std::uint32_t rkey = 0;
         std::uint64_t addr = 0;
+        std::uint32_t lock_rkey = 0;
+        std::uint64_t lock_addr = 0;
     };
 
     sockaddr_storage addr_of(unsigned node) const;
@@ -125,10 +144,13 @@ private:
     void post(unsigned to, ibv_send_wr &wr, bool signal = false);
     void post_msg(unsigned to, const void *msg, bool signal);
     void reap_send_locked();
+    void reap_send(sink &s);
+    void learn(unsigned node, const conn_data &d);
     void handle(sink &s, const ibv_wc &wc);
     void drain_stale();
+    void drop_attempt(unsigned node);
     [[noreturn]] void die(unsigned to, const std::string &why);
-    void reap_recv(sink &s);
+    int reap_recv(sink &s);
     void cm_events(sink &s);
 
     const config c_;
@@ -150,6 +172,15 @@ private:
     std::atomic<unsigned> byes_{0};
     // completions reaped while forming, from peers already connected
     std::vector<ibv_wc> early_;
+    // the queue lock: our lock words, granted for remote atomics, and the
+    // CAS results, one slot per lock and role (each has one CAS in flight)
+    std::vector<std::uint64_t> words_, results_;
+    ibv_mr *words_mr_ = nullptr, *results_mr_ = nullptr;
+    bool atomics_ = false;  // the device has them
+    // CASes completed, for the progress thread (under send_mu_); a sender
+    // that reaps one writes @wake_
+    std::vector<std::uint64_t> cas_out_;
+    int wake_ = -1;
 };
 
 verbs_transport::~verbs_transport()
@@ -166,6 +197,10 @@ verbs_transport::~verbs_transport()
         ibv_dereg_mr(view_mr_);
     if (recv_mr_)
         ibv_dereg_mr(recv_mr_);
+    if (words_mr_)
+        ibv_dereg_mr(words_mr_);
+    if (results_mr_)
+        ibv_dereg_mr(results_mr_);
     if (rcq_)
         ibv_destroy_cq(rcq_);
     if (scq_)
@@ -178,6 +213,8 @@ verbs_transport::~verbs_transport()
         rdma_destroy_event_channel(ch_);
     if (stop_ >= 0)
         ::close(stop_);
+    if (wake_ >= 0)
+        ::close(wake_);
 }
 
 sockaddr_storage verbs_transport::addr_of(unsigned node) const
@@ -205,6 +242,8 @@ conn_data verbs_transport::mine() const
     d.page_size = static_cast<std::uint32_t>(ps_);
     d.rkey = view_mr_ ? view_mr_->rkey : 0;
     d.addr = reinterpret_cast<std::uintptr_t>(view_);
+    d.lock_rkey = words_mr_ && atomics_ ? words_mr_->rkey : 0;
+    d.lock_addr = reinterpret_cast<std::uintptr_t>(words_.data());
     return d;
 }
 
@@ -234,7 +273,9 @@ void verbs_transport::setup_device(ibv_context *ctx)
     comp_ = ibv_create_comp_channel(ctx);
     const int nq = int(c_.nnodes());
     rcq_ = pd_ && comp_ ? ibv_create_cq(ctx, nq * int(recv_depth), nullptr, comp_, 0) : nullptr;
-    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 1), nullptr, nullptr, 0)
+    // the send CQ wakes it too: a CAS's result is an event
+    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 2) + int(results_.size()),
+                                nullptr, comp_, 0)
                 : nullptr;
     if (!scq_)
         throw sys_error("RDMA device setup (PD, CQs)");
@@ -242,13 +283,30 @@ void verbs_transport::setup_device(ibv_context *ctx)
                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                               IBV_ACCESS_REMOTE_READ);
     recv_mr_ = ibv_reg_mr(pd_, recv_bufs_.data(), recv_bufs_.size(), IBV_ACCESS_LOCAL_WRITE);
-    if (!view_mr_ || !recv_mr_)
+    results_mr_ = ibv_reg_mr(pd_, results_.data(), results_.size() * sizeof(std::uint64_t),
+                             IBV_ACCESS_LOCAL_WRITE);
+    if (!view_mr_ || !recv_mr_ || !results_mr_)
         throw sys_error("ibv_reg_mr");
+    ibv_device_attr attr{};
+    atomics_ = !ibv_query_device(ctx, &attr) && attr.atomic_cap != IBV_ATOMIC_NONE;
+    // without atomics the peers get no key: their queue locks here are
+    // EOPNOTSUPP, everything else works
+    if (atomics_)
+        words_mr_ = ibv_reg_mr(pd_, words_.data(), words_.size() * sizeof(std::uint64_t),
+                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
     // the receive CQ wakes the progress thread; poll mode never sleeps
     const int fl = ::fcntl(comp_->fd, F_GETFL);
     ::fcntl(comp_->fd, F_SETFL, fl | O_NONBLOCK);
-    if (ibv_req_notify_cq(rcq_, 0))
+    if (ibv_req_notify_cq(rcq_, 0) || ibv_req_notify_cq(scq_, 0))
         throw sys_error("ibv_req_notify_cq");
+}
+
+void verbs_transport::learn(unsigned node, const conn_data &d)
+{
+    peers_[node].rkey = d.rkey;
+    peers_[node].addr = d.addr;
+    peers_[node].lock_rkey = d.lock_rkey;
+    peers_[node].lock_addr = d.lock_addr;
 }
 
 void verbs_transport::post_recv(unsigned node, unsigned slot)
@@ -331,8 +389,7 @@ void verbs_transport::dial(unsigned node, clock::time_point deadline)
                             std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
                 rdma_ack_cm_event(ev);
                 check(d, node);
-                peers_[node].rkey = d.rkey;
-                peers_[node].addr = d.addr;
+                learn(node, d);
                 return true;
             }
             if (!good)
@@ -401,9 +458,9 @@ void verbs_transport::accept_all(clock::time_point deadline)
             }
             if (peers_[d.node].up)
                 throw std::runtime_error("node " + std::to_string(d.node) + " connected twice");
+            drop_attempt(d.node);  // an earlier one, which its dialer gave up
             make_qp(id, d.node);
-            peers_[d.node].rkey = d.rkey;
-            peers_[d.node].addr = d.addr;
+            learn(d.node, d);
             const conn_data m = mine();
             rdma_conn_param cp{};
             cp.private_data = &m;
@@ -413,15 +470,18 @@ void verbs_transport::accept_all(clock::time_point deadline)
             cp.rnr_retry_count = 7;
             if (rdma_accept(id, &cp))
                 throw sys_error("rdma_accept");
-        } else if (ev->event == RDMA_CM_EVENT_ESTABLISHED) {
+        } else {
             const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(id->context));
+            const bool est = ev->event == RDMA_CM_EVENT_ESTABLISHED;
             rdma_ack_cm_event(ev);
-            if (n && !peers_[n].up) {
+            if (!n || n > c_.nnodes() || peers_[n].id != id || peers_[n].up)
+                continue;
+            if (est) {
                 peers_[n].up = true;
                 want--;
+            } else {
+                drop_attempt(n);  // failed: its dialer tries again
             }
-        } else {
-            rdma_ack_cm_event(ev);  // an attempt that failed: its dialer retries
         }
     }
 }
@@ -467,18 +527,38 @@ void verbs_transport::drain_stale()
         }
 }
 
+// An accepted attempt that never got established: its QP (in ERROR,
+// its receives flushed with a generation no connection has) and its id.
+void verbs_transport::drop_attempt(unsigned node)
+{
+    peer &p = peers_[node];
+    if (!p.id || p.up)
+        return;
+    if (p.id->qp)
+        rdma_destroy_qp(p.id);
+    rdma_destroy_id(p.id);
+    p.id = nullptr;
+    drain_stale();
+}
+
 // Post @wr on @to's QP, signaled every sig_every-th (or @signal); wait
 // for room.
 void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
 {
     std::lock_guard l(send_mu_);
     peer &p = peers_[to];
-    while (p.outstanding >= sq_depth - 1)
+    while (p.outstanding >= sq_depth - 1) {
         reap_send_locked();
+        if (!cas_out_.empty()) {
+            const std::uint64_t one = 1;
+            [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof(one));
+        }
+    }
     p.outstanding++;
     if (++p.since_signal == sig_every || signal) {
         wr.send_flags |= IBV_SEND_SIGNALED;
-        wr.wr_id = std::uint64_t(to) << 16 | p.since_signal;  // the WRs it frees
+        // the WRs it frees; a CAS's own bits stay
+        wr.wr_id = (wr.wr_id & ~0xffffffull) | std::uint64_t(to) << 16 | p.since_signal;
         p.since_signal = 0;
     }
     ibv_send_wr *bad = nullptr;
@@ -498,7 +578,49 @@ void verbs_transport::reap_send_locked()
         if (wc[i].status != IBV_WC_SUCCESS)
             die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
         peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
+        if (wc[i].wr_id & cas_wr)
+            cas_out_.push_back(wc[i].wr_id);
     }
+}
+
+// In the progress thread: the send CQ, and the CASes whose results are in.
+void verbs_transport::reap_send(sink &s)
+{
+    std::vector<std::uint64_t> done;
+    {
+        std::lock_guard l(send_mu_);
+        reap_send_locked();
+        done.swap(cas_out_);
+    }
+    for (const std::uint64_t w : done) {
+        const auto id = std::uint32_t(w >> 24 & 0xffffffff);
+        const bool px = w & cas_px;
+        s.cas_done(id, px, results_[2 * id + px]);
+    }
+}
+
+bool verbs_transport::cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
+                          std::uint8_t swap)
+{
+    const peer &p = peers_[to];
+    if (!atomics_ || !p.lock_rkey)
+        return false;
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(&results_[2 * id + px]);
+    sge.length = sizeof(std::uint64_t);
+    sge.lkey = results_mr_->lkey;
+    ibv_send_wr wr{};
+    wr.wr_id = cas_wr | (px ? cas_px : 0) | std::uint64_t(id) << 24;
+    wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.atomic.remote_addr = p.lock_addr + std::uint64_t(id / c_.nnodes()) * sizeof(std::uint64_t);
+    wr.wr.atomic.rkey = p.lock_rkey;
+    wr.wr.atomic.compare_add = cmp;
+    wr.wr.atomic.swap = swap;
+    post(to, wr, true);
+    // a sender may reap it: the progress thread hears of it through @wake_
+    return true;
 }
 
 void verbs_transport::post_msg(unsigned to, const void *msg, bool signal)
@@ -559,15 +681,19 @@ void verbs_transport::handle(sink &s, const ibv_wc &wc)
     }
 }
 
-void verbs_transport::reap_recv(sink &s)
+// The receive CQ to its end; how many completions it held.
+int verbs_transport::reap_recv(sink &s)
 {
     ibv_wc wc[16];
-    int n;
-    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
+    int n, all = 0;
+    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0) {
+        all += n;
         for (int i = 0; i < n; i++)
             handle(s, wc[i]);
+    }
     if (n < 0)
         s.lost(0, "polling the receive CQ failed");
+    return all;
 }
 
 void verbs_transport::cm_events(sink &s)
@@ -593,13 +719,16 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
         handle(s, wc);
     early_.clear();
     for (unsigned spin = 0;; spin++) {
-        pollfd fds[4] = {{stop_, POLLIN, 0}, {ch_->fd, POLLIN, 0}, {comp_->fd, POLLIN, 0},
-                         {extra_fd, POLLIN, 0}};
-        const nfds_t nfds = extra_fd >= 0 ? 4 : 3;
+        pollfd fds[5] = {{stop_, POLLIN, 0}, {ch_->fd, POLLIN, 0}, {comp_->fd, POLLIN, 0},
+                         {wake_, POLLIN, 0}, {extra_fd, POLLIN, 0}};
+        const nfds_t nfds = extra_fd >= 0 ? 5 : 4;
         if (busy) {
-            // the CQ and the faults every turn; the descriptors (stop,
-            // CM) now and then
-            reap_recv(s);
+            // the CQs and the faults every turn; the descriptors (stop,
+            // CM) now and then; an empty turn yields, for a host with
+            // fewer CPUs than running threads
+            if (!reap_recv(s))
+                std::this_thread::yield();
+            reap_send(s);
             if (extra_fd >= 0)
                 on_extra();
             if (spin % 256 || ::poll(fds, nfds, 0) <= 0)
@@ -613,20 +742,44 @@ void verbs_transport::run(sink &s, int extra_fd, const std::function<void()> &on
             return;
         if (fds[1].revents)
             cm_events(s);
-        if (nfds == 4 && fds[3].revents && !busy)
+        if (nfds == 5 && fds[4].revents && !busy)
             on_extra();
+        if (fds[3].revents) {
+            std::uint64_t v;
+            [[maybe_unused]] ssize_t r = ::read(wake_, &v, sizeof(v));
+            reap_send(s);
+        }
         if (fds[2].revents) {
             ibv_cq *cq = nullptr;
             void *ctx = nullptr;
-            if (ibv_get_cq_event(comp_, &cq, &ctx) == 0)
+            while (ibv_get_cq_event(comp_, &cq, &ctx) == 0)
                 ibv_ack_cq_events(cq, 1);
             // poll, re-arm, poll again: nothing arrives unseen
             reap_recv(s);
-            if (ibv_req_notify_cq(rcq_, 0))
+            reap_send(s);
+            if (ibv_req_notify_cq(rcq_, 0) || ibv_req_notify_cq(scq_, 0))
                 s.lost(0, "ibv_req_notify_cq failed");
             reap_recv(s);
+            reap_send(s);
         }
     }
+}
+
+void verbs_transport::abort_all(const void *msg)
+{
+    // a sender stuck on a failed QP holds send_mu_: then give up
+    std::unique_lock l(send_mu_, std::try_to_lock);
+    if (!l)
+        return;
+    l.unlock();
+    for (unsigned n = 1; n <= c_.nnodes(); n++)
+        if (n != c_.node && peers_[n].up && !peers_[n].left)
+            post_msg(n, msg, true);
+    // flushed, or 100 ms: the exit would drop what is not sent
+    const auto end = clock::now() + std::chrono::milliseconds(100);
+    ibv_wc wc[8];
+    while (clock::now() < end && ibv_poll_cq(scq_, 8, wc) >= 0)
+        std::this_thread::yield();
 }
 
 void verbs_transport::leave()

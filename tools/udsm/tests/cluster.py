@@ -4,12 +4,14 @@
 transport), and check every node's exit status and node 1's output.
 
   cluster.py --nodes N [--progress block|poll] [--access segv|uffd]
-             [--expect REGEX] BIN ARGS...
+             [--transport unix|verbs] [--expect REGEX] BIN ARGS...
+             verbs: 2 nodes on this host, both at $UDSM_TEST_ADDR (an address
+             of an RDMA device here); skipped without one
   cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
   cluster.py --nodes N --kill K --after S BIN ARGS...
                                    SIGKILL node K after S seconds: every other
-                                   node exits 3 within seconds, naming the node
-                                   it lost (K, or a survivor that ended first)
+                                   node exits 3 within seconds naming a lost
+                                   node, K by at least one
 
 Exit 0 on success, 1 on failure, 77 (skip) when the host cannot run it,
 with the reason printed."""
@@ -47,11 +49,24 @@ def bad_env(binary, assignment):
 def cluster(args):
     if not hasattr(os, "memfd_create"):
         skip("no memfd_create on this host")
+    if args.transport == "verbs":
+        addr = os.environ.get("UDSM_TEST_ADDR")
+        devs = os.listdir("/sys/class/infiniband") \
+            if os.path.isdir("/sys/class/infiniband") else []
+        if not devs:
+            skip("no RDMA device (/sys/class/infiniband is empty)")
+        if not addr:
+            skip("UDSM_TEST_ADDR unset: an IP address of an RDMA device here")
+        if args.nodes != 2:
+            skip("verbs on one host: 2 nodes (one listener per address and port)")
     with tempfile.TemporaryDirectory(prefix="udsm-") as d:
-        peers = ",".join(f"node{i}" for i in range(1, args.nodes + 1))
+        if args.transport == "verbs":
+            peers = ",".join([os.environ["UDSM_TEST_ADDR"]] * args.nodes)
+        else:
+            peers = ",".join(f"node{i}" for i in range(1, args.nodes + 1))
         procs = []
         for n in range(1, args.nodes + 1):
-            env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR=d,
+            env = dict(os.environ, UDSM_TRANSPORT=args.transport, UDSM_DIR=d,
                        UDSM_PEERS=peers, UDSM_NODE=str(n),
                        UDSM_PROGRESS=args.progress, UDSM_ACCESS=args.access,
                        UDSM_JOIN_MS="20000")
@@ -68,6 +83,7 @@ def cluster(args):
             killed_at = time.monotonic()
         ok = True
         skipped = None
+        named_victim = False
         for n, p, out in procs:
             try:
                 rc = p.wait(timeout=TIMEOUT_S)
@@ -80,11 +96,13 @@ def cluster(args):
             print(f"--- node {n}: exit {rc}\n{text}", end="")
             if args.kill and n != args.kill:
                 took = time.monotonic() - killed_at
-                # node K, or a survivor that ended on it first
-                if rc != 3 or not re.search(r"lost node \d+ \(", text) or took > 10:
+                # node K itself, or by a survivor's ABORT; in a cascade, a
+                # survivor that ended on it first
+                if rc != 3 or not re.search(r"lost node \d \(", text) or took > 10:
                     print(f"node {n}: want exit 3 naming a lost node within 10 s "
                           f"(after {took:.1f} s)")
                     ok = False
+                named_victim = named_victim or f"lost node {args.kill} (" in text
                 continue
             if args.kill:
                 continue
@@ -96,6 +114,9 @@ def cluster(args):
             if n == 1 and args.expect and not re.search(args.expect, text):
                 print(f"node 1's output lacks /{args.expect}/")
                 ok = False
+        if args.kill and not named_victim:
+            print(f"no survivor named node {args.kill}")
+            ok = False
         if skipped and ok:
             skip(skipped)
         return 0 if ok and not skipped else 1
@@ -106,6 +127,7 @@ def main():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--progress", default="block")
     ap.add_argument("--access", default="segv")
+    ap.add_argument("--transport", default="unix")
     ap.add_argument("--expect")
     ap.add_argument("--bad-env")
     ap.add_argument("--kill", type=int, default=0)

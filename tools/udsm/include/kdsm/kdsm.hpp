@@ -11,8 +11,8 @@
 //                   the collective allocator places shared arrays at the
 //                   same offset on every node
 //   kdsm::shared_array<T>, kdsm::mutex, kdsm::barrier
-//   kdsm::lock_kind  kernel (messages to the lock's manager); atomic (the
-//                   queue lock on RDMA atomics) is not offered: EOPNOTSUPP
+//   kdsm::lock_kind  kernel (messages to the lock's manager) or atomic (the
+//                   queue lock on the transport's compare-and-swap)
 //
 // Errors are kdsm::error: the message and the errno.
 #pragma once
