@@ -173,10 +173,16 @@ def main(args):
     from . import deps, kernels, suite_kdsm
     from .cluster import Cluster
     from .svgchart import grouped_bars
-    rounds = 1 if args.quick else 3
+    rounds = args.rounds or (1 if args.quick else 3)
     warmup = 0 if args.quick else 1
     apps = QUICK_APPS if args.quick else tuple(APPS)
     conds = QUICK_CONDITIONS if args.quick else tuple(CONDITIONS)
+    if args.conditions:
+        conds = tuple(args.conditions.split(","))
+        bad = [x for x in conds if x not in CONDITIONS]
+        if bad:
+            raise HarnessError(f"--conditions: unknown {', '.join(bad)}",
+                               f"choose from {', '.join(CONDITIONS)}")
     deps.ensure()
     k = kernels.resolve(args.kernel)
     workdir = build_dir() / "bench" / "dsm-apps-guests"

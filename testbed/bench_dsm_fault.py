@@ -206,7 +206,7 @@ def main(args):
     from . import deps, kernels
     from .cluster import Cluster
     from .svgchart import grouped_bars
-    rounds = 1 if args.quick else 6
+    rounds = args.rounds or (1 if args.quick else 6)
     iters = 4 if args.quick else 10
     warmup = 1
     deps.ensure()

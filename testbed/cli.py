@@ -208,6 +208,11 @@ def main(argv=None):
                    help="6.1 or 6.12 (default: the benchmark's own, else 6.1)")
     p.add_argument("--quick", action="store_true",
                    help="fewer repetitions (a smoke run, not a measurement)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="dsm-fault, dsm-apps: counted rounds (default: theirs)")
+    p.add_argument("--conditions", default=None,
+                   help="dsm-apps: comma list of 2n-idle,2n-loaded,2n-threads,"
+                        "4n-idle,4n-loaded,4n-threads (default: all)")
     args = ap.parse_args(argv)
     if args.cmd == "build" and not args.kernel:
         args.kernel = ["6.1", "6.12"]

@@ -58,6 +58,10 @@ def checks(res, suite, four, uffd):
     run("lock stress: 2 nodes x 2 threads x 300 increments, counter exact",
         "U-segv-block", "litmus", "--test counter --threads 2 --iters 300",
         r"counter 1200 of 1200, 0 slots wrong", nodes=four[:2])
+    run("queue lock (RDMA compare-and-swap): 4 nodes x 2 threads x 200 "
+        "increments, counter exact", "U-segv-block", "litmus",
+        "--test counter --threads 2 --iters 200 --kind atomic",
+        r"counter 1600 of 1600, 0 slots wrong")
     if uffd:
         run(f"water ({kd.APPS['water']}) on 4 nodes equals the sequential "
             "run", "U-uffd-block", "water", kd.APPS["water"],
