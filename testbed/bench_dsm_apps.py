@@ -14,8 +14,8 @@ same application sources.  Conditions, on four booted 2-vCPU guests:
 Per round, every condition, every application and every method once,
 methods in an order rotated per round and application.  Reported per run:
 the time (the slowest node's), faults and messages (summed over nodes),
-the softirq share (events handled in softirq over all events, summed over
-nodes), and the speedup over the 1-node run, which is the application's
+the softirq share (the mean over nodes of each node's share of events
+handled in softirq; udsm's events all count as process context), and the speedup over the 1-node run, which is the application's
 own sequential run on private memory, timed by node 1 in the same run.
 Ratios per round (testbed/benchmethod.py); "best user-level" is the
 fastest udsm variant of the round.  Writes build/bench/dsm-apps.json and
@@ -26,8 +26,8 @@ import re
 
 from . import udsm
 from .benchmethod import fmt, per_round_ratio, rotated, spread
-from .bench_dsm_fault import DEFAULT_KERNEL, overlay  # noqa: F401
-from .common import HarnessError, Phase, build_dir, log
+from .bench_dsm_fault import DEFAULT_KERNEL, four_guests  # noqa: F401
+from .common import HarnessError, build_dir, log
 
 KERNEL_MODES = ["K", "T", "S"]
 METHODS = KERNEL_MODES + list(udsm.VARIANTS)
@@ -170,8 +170,7 @@ def summarize(k, runs, apps, conds, unsupported, rounds, warmup):
 
 
 def main(args):
-    from . import deps, kernels, suite_kdsm
-    from .cluster import Cluster
+    from . import deps, kernels
     from .svgchart import grouped_bars
     rounds = args.rounds or (1 if args.quick else 3)
     warmup = 0 if args.quick else 1
@@ -185,18 +184,9 @@ def main(args):
                                f"choose from {', '.join(CONDITIONS)}")
     deps.ensure()
     k = kernels.resolve(args.kernel)
-    workdir = build_dir() / "bench" / "dsm-apps-guests"
-    workdir.mkdir(parents=True, exist_ok=True)
-    with Phase("build"):
-        ov = overlay(k, workdir)
     runs = {a: {c: {m: [] for m in METHODS} for c in conds} for a in apps}
-    with Phase("boot 4 guests"), Cluster(k, nodes=4, workdir=workdir,
-                                         overlay=ov, smp=2,
-                                         boot_timeout=180) as c:
-        for n in c.nodes:
-            n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
-                                      for m in suite_kdsm.MODS), timeout=120)
-        r = Runner(c.nodes)
+    with four_guests(k, "dsm-apps") as nodes:
+        r = Runner(nodes)
         for rnd in range(warmup + rounds):
             for i, cond in enumerate(conds):
                 for j, app in enumerate(apps):
@@ -206,8 +196,6 @@ def main(args):
                             runs[app][cond][m].append(got)
                 log(f"round {rnd + 1 - warmup}/{rounds} {cond} done"
                     if rnd >= warmup else f"warm-up {cond} done")
-        for n in c.nodes:
-            n.run("rmmod kdsm kvmem kverbs", timeout=120)
     data = summarize(k, runs, apps, conds, r.unsupported, rounds, warmup)
     out = build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)

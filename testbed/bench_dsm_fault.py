@@ -30,6 +30,7 @@ kdsm's tracepoints on splits a read fault into its parts
 (testbed/dsm_trace.py).  Writes build/bench/dsm-fault.json and
 dsm-fault.svg.
 """
+import contextlib
 import json
 import re
 
@@ -44,6 +45,7 @@ ROWS = {"read": "read, O = H",
         "write_k0": "write, O = H, k = 0",
         "write_k1": "write, O = H, k = 1",
         "write_k2": "write, O = H, k = 2"}
+MEDIAN_COLUMN = "R med us"    # kdsm-faults: R's median over the rounds
 RAW_PORT = 18519
 GOALS = {"read_fault_kernel_over_user": 0.5,
          "read_fault_kernel_over_raw": 1.5}
@@ -57,7 +59,9 @@ def parse_faults(out):
     if head is None:
         return None
     cols = re.split(r"\s{2,}|\s(?=\S+:)", head[42:].strip())
-    want = next((i for i, c in enumerate(cols) if "med" in c), len(cols) - 1)
+    if MEDIAN_COLUMN not in cols:
+        return None
+    want = cols.index(MEDIAN_COLUMN)
     got = {}
     for key, name in ROWS.items():
         row = next((ln for ln in lines if ln.startswith(name + " ")
@@ -161,6 +165,27 @@ def overlay(k, workdir):
     return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
 
 
+@contextlib.contextmanager
+def four_guests(k, name):
+    """Four 2-vCPU guests of @k with kdsm's modules loaded, rawping and
+    both DSMs' programs on board; the modules unload at the end."""
+    from . import suite_kdsm
+    from .cluster import Cluster
+    workdir = build_dir() / "bench" / f"{name}-guests"
+    workdir.mkdir(parents=True, exist_ok=True)
+    with Phase("build"):
+        ov = overlay(k, workdir)
+    with Phase("boot 4 guests"), Cluster(k, nodes=4, workdir=workdir,
+                                         overlay=ov, smp=2,
+                                         boot_timeout=180) as c:
+        for n in c.nodes:
+            n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
+                                      for m in suite_kdsm.MODS), timeout=120)
+        yield c.nodes
+        for n in c.nodes:
+            n.run("rmmod kdsm kvmem kverbs", timeout=120)
+
+
 def summarize(k, runs, unsupported, rounds, warmup, iters):
     def series(m, key):
         return [r.get(key) if r else None for r in runs[m]]
@@ -204,26 +229,15 @@ def summarize(k, runs, unsupported, rounds, warmup, iters):
 
 def main(args):
     from . import deps, kernels
-    from .cluster import Cluster
     from .svgchart import grouped_bars
     rounds = args.rounds or (1 if args.quick else 6)
     iters = 4 if args.quick else 10
     warmup = 1
     deps.ensure()
     k = kernels.resolve(args.kernel)
-    workdir = build_dir() / "bench" / "dsm-fault-guests"
-    workdir.mkdir(parents=True, exist_ok=True)
-    with Phase("build"):
-        ov = overlay(k, workdir)
     runs = {m: [] for m in METHODS}
-    with Phase("boot 4 guests"), Cluster(k, nodes=4, workdir=workdir,
-                                         overlay=ov, smp=2,
-                                         boot_timeout=180) as c:
-        from . import suite_kdsm
-        for n in c.nodes:
-            n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
-                                      for m in suite_kdsm.MODS), timeout=120)
-        r = Runner(c.nodes, iters)
+    with four_guests(k, "dsm-fault") as nodes:
+        r = Runner(nodes, iters)
         for rnd in range(warmup + rounds):
             for m in rotated(METHODS, rnd):
                 row = r.run(m)
@@ -233,9 +247,7 @@ def main(args):
                 else "warm-up round done")
         with Phase("traced K run: where a read fault's time goes"):
             breakdown = dsm_trace.read_fault_breakdown(
-                c.nodes, iters, lambda: r.kernel("K")["read"])
-        for n in c.nodes:
-            n.run("rmmod kdsm kvmem kverbs", timeout=120)
+                nodes, iters, lambda: r.kernel("K")["read"])
     data = summarize(k, runs, r.unsupported, rounds, warmup, iters)
     data["read_fault_breakdown_K_us"] = breakdown
     out = build_dir() / "bench"
@@ -270,4 +282,8 @@ def main(args):
     print("  K read fault, traced (median us): " + ", ".join(
         f"{key} {v}" for key, v in breakdown.items()))
     print(f"\nwrote {out / 'dsm-fault.json'} and dsm-fault.svg")
+    if breakdown["matched_faults"] < iters:
+        log(f"the traced run matched {breakdown['matched_faults']} of "
+            f"{iters} read faults: the breakdown is incomplete")
+        return 1
     return 0

@@ -22,13 +22,15 @@ LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\[(\d+)\]\s+\S+\s+([\d.]+):\s+"
 
 
 def _start(node, events, filters=()):
-    cmds = [f"mount -t tracefs nodev {TRACE} 2>/dev/null",
+    """Tracing on in @node for @events; every step must succeed (a kdsm
+    built without its tracepoints, a filter the kernel rejects)."""
+    cmds = [f"[ -d {TRACE}/events ] || mount -t tracefs nodev {TRACE}",
             f"echo 0 > {TRACE}/tracing_on", f"echo > {TRACE}/trace",
             f"echo 4096 > {TRACE}/buffer_size_kb"]
     cmds += [f"echo '{f}' > {TRACE}/events/{ev}/filter" for ev, f in filters]
     cmds += [f"echo 1 > {TRACE}/events/{ev}/enable" for ev in events]
     cmds.append(f"echo 1 > {TRACE}/tracing_on")
-    node.run_checked("; ".join(cmds[:-1]) + " && " + cmds[-1], timeout=60)
+    node.run_checked(" && ".join(cmds), timeout=60)
 
 
 def _stop(node, events):
@@ -99,6 +101,9 @@ def read_fault_breakdown(nodes, iters, run_faults):
            for k, v in spans.items()}
     med["matched_faults"] = len(spans["fault_to_mapped"])
     med["user_us"] = user_us
-    traced = (med["fault_to_mapped"] or 0) + (med["wakeup_to_running"] or 0)
-    med["trap_and_return"] = round(user_us - traced, 1) if user_us else None
+    both = med["fault_to_mapped"] is not None and \
+        med["wakeup_to_running"] is not None
+    med["trap_and_return"] = round(
+        user_us - med["fault_to_mapped"] - med["wakeup_to_running"], 1) \
+        if user_us and both else None
     return med

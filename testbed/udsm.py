@@ -100,3 +100,5 @@ def checks(res, suite, four, uffd):
     res.check(suite, "udsm: a node's process killed under sor: every "
               "survivor ends with an error naming a lost node within "
               f"{KILL_BOUND_S} s", ok, "\n".join(outs))
+    for n in four:          # a hung survivor must not disturb later checks
+        n.run("kill -9 $(pidof udsm-sor) 2>/dev/null", timeout=30)

@@ -8,6 +8,7 @@ python3 -m unittest testbed.selftest.test_harness"""
 import ast
 import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -393,30 +394,33 @@ class ResultsSkips(unittest.TestCase):
 
 class DsmFaultTable(unittest.TestCase):
     """bench dsm-fault reads kdsm-faults' table as faults.cpp prints it
-    (header and row formats taken from the source): R's median ("R med
-    us"), not the mean before it; a MISMATCH or missing row is no
-    result."""
+    (header, its column names and the row format all taken from the
+    source): R's median ("R med us"), not the mean before it; a MISMATCH
+    or missing row, or a table without the median column, is no result."""
 
-    def fmt(self, start):
+    def printf(self, start):
+        """The string literals of the printf call beginning @start."""
         src = (REPO / "tools/kdsm/apps/faults.cpp").read_text()
-        return next(l.split('"')[1] for l in src.splitlines()
-                    if start in l).replace("\\n", "\n")
+        call = re.search(re.escape(start) + r".*?\);", src, re.S).group(0)
+        return [x.replace("\\n", "\n") for x in re.findall(r'"([^"]*)"', call)]
 
     def table(self, mismatch=None):
         from testbed.bench_dsm_fault import ROWS
-        head = self.fmt('std::printf("%-42s %9s') % (
-            "fault", "msgs:des", "msgs:got", "W:des", "W:got", "Rd:des",
-            "Rd:got", "R us", "R med us")
-        return head + "".join(self.fmt('std::printf("%-42s %9u') % (
+        head = self.printf('std::printf("%-42s %9s')
+        row = self.printf('std::printf("%-42s %9u')[0]
+        return head[0] % tuple(head[1:]) + "".join(row % (
             n, 3, 3.0, 1, 1.0, 0, 0.0, 812.5, 790.5,
             "  MISMATCH" if n == mismatch else "") for n in ROWS.values())
 
     def test_median_column(self):
-        from testbed.bench_dsm_fault import ROWS, parse_faults
-        self.assertEqual(parse_faults(self.table()), {k: 790.5 for k in ROWS})
+        from testbed.bench_dsm_fault import MEDIAN_COLUMN, ROWS, parse_faults
+        t = self.table()
+        self.assertIn(MEDIAN_COLUMN, t.splitlines()[0])
+        self.assertEqual(parse_faults(t), {k: 790.5 for k in ROWS})
         self.assertIsNone(parse_faults(self.table(ROWS["read"])))
-        self.assertIsNone(parse_faults(self.table().replace(
+        self.assertIsNone(parse_faults(t.replace(
             ROWS["write_k1"], "write, something else")))
+        self.assertIsNone(parse_faults(t.replace(MEDIAN_COLUMN, "R p50 us")))
 
 
 if __name__ == "__main__":
