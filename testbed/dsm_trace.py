@@ -7,7 +7,11 @@ own trace (guest clocks differ: only intervals within one guest are
 used).  Scenario "read, O = H" comes first in kdsm-faults, so node 1's
 first --iters read faults are its faults.  Per fault:
 
-  at R: kdsm_fault -> kdsm_fault_done   request out, reply in, mapped
+  at R: kdsm_fault -> kvmsg_send         the request posted
+        kvmsg_send -> kvmsg_recv           the round trip as R sees it:
+                                           the wire both ways, H's handler
+                                           and its 4 KB RDMA write
+        kvmsg_recv -> kdsm_fault_done      the reply handled, page mapped
         kdsm_fault_done -> sched_wakeup -> sched_switch to the task
   at H: kdsm_request -> kdsm_serve      the home's handler (softirq in K)
   R's user-level latency (kdsm-faults' R column) minus the traced span:
@@ -54,7 +58,7 @@ def _first(evs, name, after, pred):
 
 
 R_EVENTS = ["kdsm/kdsm_fault", "kdsm/kdsm_fault_done", "sched/sched_wakeup",
-            "sched/sched_switch"]
+            "sched/sched_switch", "kvmsg/kvmsg_send", "kvmsg/kvmsg_recv"]
 H_EVENTS = ["kdsm/kdsm_request", "kdsm/kdsm_serve"]
 
 
@@ -74,7 +78,9 @@ def read_fault_breakdown(nodes, iters, run_faults):
         hev = _stop(h, H_EVENTS)
     faults = [e for e in rev if e[1] == "kdsm_fault" and "read" in e[4]]
     spans = {"fault_to_mapped": [], "wakeup_to_running": [],
-             "home_handler": [], "network_and_reply": []}
+             "home_handler": [], "network_and_reply": [],
+             "fault_to_request_posted": [], "request_to_reply": [],
+             "reply_to_mapped": [], "wire_both_ways": []}
     for t0, _, pid, f, _ in faults[:iters]:
         page = f.get("page")
         done = _first(rev, "kdsm_fault_done", t0,
@@ -92,11 +98,20 @@ def read_fault_breakdown(nodes, iters, run_faults):
                                lambda e: e[3].get("page") == page)
         span = done[0] - t0
         spans["fault_to_mapped"].append(span)
+        sent = _first(rev, "kvmsg_send", t0, lambda e: True)
+        got = sent and _first(rev, "kvmsg_recv", sent[0], lambda e: True)
+        if got and got[0] <= done[0]:
+            spans["fault_to_request_posted"].append(sent[0] - t0)
+            spans["request_to_reply"].append(got[0] - sent[0])
+            spans["reply_to_mapped"].append(done[0] - got[0])
         if run:
             spans["wakeup_to_running"].append(run[0] - done[0])
         if serve:
             spans["home_handler"].append(serve[0] - req[0])
             spans["network_and_reply"].append(span - (serve[0] - req[0]))
+            if got and got[0] <= done[0]:
+                spans["wire_both_ways"].append(got[0] - sent[0] -
+                                               (serve[0] - req[0]))
     med = {k: round(statistics.median(v), 1) if v else None
            for k, v in spans.items()}
     med["matched_faults"] = len(spans["fault_to_mapped"])
