@@ -53,23 +53,23 @@
  * and any makes the run fail once the result is logged.  page=1 needs
  * outstanding=1: the server writes every page from one source buffer.
  *
+ * check=1 is not a throughput run.  With page=1 the client verifies the
+ * page (rawping_page_verify(), 1024 words per echo) in the softirq CQ
+ * handler under c->lock, after taking t1: the check is excluded from the
+ * RTT but included in msgs_per_s, and it delays the next ping.  Measure
+ * throughput with check=0.  The page mode lives in page.c.
+ *
  * Benchmark code, not a library: one connection per client, a handful on
  * the server, fixed sizes.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+#include "rawping-pri.h"
 
-#include <linux/build_bug.h>
-#include <linux/completion.h>
 #include <linux/inet.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
-#include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
-#include <linux/workqueue.h>
 #include <rdma/ib_cm.h>
-#include <rdma/ib_verbs.h>
-#include <rdma/rdma_cm.h>
 
 static char *server;
 module_param(server, charp, 0444);
@@ -96,132 +96,6 @@ static bool rawping_page_mode;
 module_param_named(page, rawping_page_mode, bool, 0444);
 MODULE_PARM_DESC(page, "1: the server RDMA-writes a 4 KiB page before each echo; needs outstanding=1 (client)");
 
-#define RAWPING_SLOTS	64	/* receive slots; the most pings in flight */
-#define RAWPING_SIGNAL_EVERY	(RAWPING_SLOTS / 4)
-#define RAWPING_TX_SLOTS	(RAWPING_SLOTS + RAWPING_SIGNAL_EVERY)
-#define RAWPING_MAX	4096
-#define RAWPING_MAX_CONN	8
-#define RAWPING_PAGE	4096	/* page mode: the bytes of each RDMA write */
-
-/*
- * Queue budget, per connection:
- *
- * Send queue, max_send_wr = RAWPING_TX_SLOTS + 1 = 81 (page mode:
- * 2 * RAWPING_TX_SLOTS + 2 = 162, see rawping_send_wrs()):
- *   1. 80 sends, one per send slot.  A send is posted only into a free
- *      slot, and a slot is freed only when a signaled send at or after it
- *      completed; the provider retired those SQ entries before it handed
- *      us that completion, so busy slots cover every SQ entry in use,
- *      unsignaled ones included.
- *   2. Page mode: 80 RDMA writes, the server's, one posted just before
- *      each echo and unsignaled; it is retired with its slot's send, so a
- *      busy slot covers two SQ entries.
- *   3. Page mode: 1 for the client's IB_WR_REG_MR, signaled and completed
- *      before the first ping is posted.
- *   4. 1 for the drain WR of ib_drain_qp() at teardown.
- * Why 64 + 16 slots: up to 64 sends may be in flight (the client's window,
- * or the server's echoes of it), plus at most 15 that completed unsignaled
- * and wait for the next signal.  If the ring still fills (a reply outran
- * the ack of its ping), the last send in it is signaled (see below), so a
- * completion is coming and the blocked send is posted from it.
- *
- * Receive queue, max_recv_wr = RAWPING_SLOTS + 1 = 65:
- *   1. 64 receives, one per receive slot: one per ping in flight.
- *   2. 1 for the drain WR.
- *
- * CQ, 146 entries (page mode 227): every WR of either queue completes at
- * most once, a flush included, unsignaled ones too: 81 + 65 (162 + 65).
- *
- * Signaling: the send in slot s is signaled iff s % 16 == 15.  The ring
- * is a multiple of 16 slots and a completion frees up to a signaled slot,
- * so the oldest busy slot is always a multiple of 16: any 16 busy slots,
- * and a full ring, hold a signaled send.
- */
-static_assert(RAWPING_TX_SLOTS % RAWPING_SIGNAL_EVERY == 0);
-
-/*
- * Connection private data: the client's @size one way, the largest
- * message the server sends inline (0: none) the other.  Page mode: the
- * client's page (its length, RAWPING_PAGE, and its rkey, at iova 0) and
- * whether the server fills it (RAWPING_HELLO_CHECK); the server answers
- * with @page_len RAWPING_PAGE when it writes the page.  A hello shorter
- * than the struct (an older rawping) reads as zeros past its end: no page.
- */
-struct rawping_hello {
-	__be32 size;
-	__be32 inline_max;
-	__be32 page_len;
-	__be32 rkey;
-	__be32 flags;
-};
-
-#define RAWPING_HELLO_MIN	offsetofend(struct rawping_hello, inline_max)
-#define RAWPING_HELLO_CHECK	BIT(0)
-
-/* rdma_cm over IB leaves a REQ 56 bytes of private data after its header. */
-static_assert(sizeof(struct rawping_hello) <= 56);
-
-/*
- * One connection.  The @tx_used busy send slots are the ones just before
- * @tx_next, the next to post (mod RAWPING_TX_SLOTS).  The server queues
- * received slots in @pend until a send slot is free for their echo.
- * @lock (bh) orders the client task filling the window with the
- * completion handlers, which post and reclaim under it; the completions
- * of one CQ run one at a time.
- */
-struct rawping_conn {
-	spinlock_t lock;		/* see above */
-	struct work_struct free_work;	/* server: see rawping_close() */
-	unsigned long closing;		/* bit 0: free_work queued, once */
-	struct rdma_cm_id *id;
-	struct ib_pd *pd;
-	struct ib_cq *cq;
-	u8 *rx_buf;
-	u8 *tx_buf;
-	u64 rx_dma;
-	u64 tx_dma;
-	struct ib_cqe rx_cqe[RAWPING_SLOTS];
-	struct ib_cqe tx_cqe[RAWPING_TX_SLOTS];
-	/*
-	 * Page mode.  Client: @page_buf is the registered page, mapped as
-	 * @page_sg, its MR @mr; @reg_cqe completes the registration.  Server:
-	 * @page_buf is the write's source at @page_dma, one for the
-	 * connection: the client waits for echo n, which RC orders after
-	 * write n's data, before it sends ping n + 1 (outstanding=1), so the
-	 * device no longer reads the buffer when the server fills it again.
-	 * @write_cqe: the writes are unsignaled; only a flush completes one.
-	 */
-	bool page_mode;
-	bool page_check;	/* server: fill the page; client: verify it */
-	u8 *page_buf;
-	struct scatterlist page_sg;
-	u64 page_dma;
-	struct ib_mr *mr;
-	struct ib_cqe reg_cqe;
-	struct ib_cqe write_cqe;
-	u32 remote_rkey;	/* server: the client's page */
-	u32 tx_next;
-	u32 tx_used;
-	u32 msg_len;		/* the messages' size, 0 if unknown */
-	u32 inline_max;		/* longest inline send; 0: no inline */
-	bool is_client;
-	bool established;
-	int error;		/* the first error; set once */
-	struct completion event;	/* CM progress or the end of the run */
-	/* server */
-	u32 pend_head;
-	u32 pend_tail;
-	u8 pend[RAWPING_SLOTS];
-	u32 rx_len[RAWPING_SLOTS];
-	/* client */
-	u32 peer_inline_max;
-	u32 sent;
-	u32 replies;
-	u32 page_mismatches;
-	u64 *t0;
-	u64 *rtt;
-};
-
 static struct rdma_cm_id *rawping_listen_id;
 static struct workqueue_struct *rawping_wq;	/* server: free_work */
 static struct rawping_conn *rawping_conns[RAWPING_MAX_CONN];
@@ -230,16 +104,6 @@ static DEFINE_MUTEX(rawping_lock);	/* rawping_conns */
 static u8 rawping_pattern(u32 seq, u32 i)
 {
 	return seq * 13 + i;
-}
-
-/*
- * Page mode, check=1: word @i of the page written for ping @seq.  Pages
- * of different pings differ in every word (for 2^22 pings), and no word
- * of ping 0's page is 0, so a write that did not land shows.
- */
-static u32 rawping_page_word(u32 seq, u32 i)
-{
-	return (seq * (RAWPING_PAGE / 4) + i) ^ 0x5a5a5a5a;
 }
 
 /* SQ entries of @c's QP: see "Queue budget". */
@@ -263,7 +127,7 @@ static void rawping_close(struct rawping_conn *c)
  * The first error ends the run (client) or the connection (server);
  * later ones (the flush behind it) do not.
  */
-static void rawping_fail(struct rawping_conn *c, int err)
+void rawping_fail(struct rawping_conn *c, int err)
 {
 	if (cmpxchg(&c->error, 0, err))
 		return;
@@ -398,44 +262,6 @@ static int rawping_fill_window(struct rawping_conn *c)
 	return 0;
 }
 
-/*
- * Server, page mode: the RDMA write of the page that answers ping @src
- * into the client's page, in *@wr and *@sge for rawping_post_send().
- */
-static int rawping_page_write(struct rawping_conn *c, const u8 *src,
-			      u32 len, struct ib_rdma_wr *wr,
-			      struct ib_sge *sge)
-{
-	__be32 *w = (__be32 *)c->page_buf;
-	u32 seq, i;
-
-	if (len < sizeof(__be32))
-		return -EBADMSG;
-	if (c->page_check) {
-		seq = be32_to_cpu(*(const __be32 *)src);
-		for (i = 0; i < RAWPING_PAGE / 4; i++)
-			w[i] = cpu_to_be32(rawping_page_word(seq, i));
-		ib_dma_sync_single_for_device(c->pd->device, c->page_dma,
-					      RAWPING_PAGE, DMA_TO_DEVICE);
-	}
-	*sge = (struct ib_sge) {
-		.addr = c->page_dma,
-		.length = RAWPING_PAGE,
-		.lkey = c->pd->local_dma_lkey,
-	};
-	*wr = (struct ib_rdma_wr) {
-		.wr = {
-			.wr_cqe = &c->write_cqe,
-			.sg_list = sge,
-			.num_sge = 1,
-			.opcode = IB_WR_RDMA_WRITE,
-		},
-		.remote_addr = 0,	/* the client registered at iova 0 */
-		.rkey = c->remote_rkey,
-	};
-	return 0;
-}
-
 /* Server: echo the queued receives, in order, while send slots last. */
 static int rawping_echo(struct rawping_conn *c)
 {
@@ -467,11 +293,6 @@ static int rawping_echo(struct rawping_conn *c)
 	return 0;
 }
 
-static int rawping_wc_error(const struct ib_wc *wc)
-{
-	return wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
-}
-
 static void rawping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct rawping_conn *c = cq->cq_context;
@@ -500,28 +321,6 @@ static void rawping_send_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_unlock(&c->lock);
 	if (ret)
 		rawping_fail(c, ret);
-}
-
-/*
- * Client, page mode, check=1: the page as the server wrote it for ping
- * @seq?  A wrong page counts, and the first is logged; the run goes on.
- */
-static void rawping_page_verify(struct rawping_conn *c, u32 seq)
-{
-	struct ib_device *dev = c->pd->device;
-	const __be32 *w = (const __be32 *)c->page_buf;
-	u32 i;
-
-	ib_dma_sync_single_for_cpu(dev, c->page_dma, RAWPING_PAGE,
-				   DMA_FROM_DEVICE);
-	for (i = 0; i < RAWPING_PAGE / 4; i++)
-		if (be32_to_cpu(w[i]) != rawping_page_word(seq, i))
-			break;
-	if (i < RAWPING_PAGE / 4 && !c->page_mismatches++)
-		pr_err("page of ping %u: word %u is %#x, not %#x\n", seq, i,
-		       be32_to_cpu(w[i]), rawping_page_word(seq, i));
-	ib_dma_sync_single_for_device(dev, c->page_dma, RAWPING_PAGE,
-				      DMA_FROM_DEVICE);
 }
 
 static int rawping_check(const u8 *p, u32 len, u32 seq)
@@ -585,26 +384,6 @@ static void rawping_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (ret)
 		rawping_fail(c, ret);
-}
-
-/* Client: the page's registration, posted and waited for before the run. */
-static void rawping_reg_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rawping_conn *c = cq->cq_context;
-
-	if (wc->status != IB_WC_SUCCESS)
-		rawping_fail(c, rawping_wc_error(wc));
-	else
-		complete(&c->event);
-}
-
-/* Server: an RDMA write is unsignaled; only an error completes it. */
-static void rawping_write_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct rawping_conn *c = cq->cq_context;
-
-	rawping_fail(c, wc->status == IB_WC_SUCCESS ? -EIO :
-			rawping_wc_error(wc));
 }
 
 static void rawping_conn_free(struct rawping_conn *c)
@@ -674,48 +453,6 @@ static int rawping_create_qp(struct rawping_conn *c, u32 inline_data,
 	if (!ret)
 		*granted = attr.cap.max_inline_data;
 	return ret;
-}
-
-/*
- * Page mode: the client's page, mapped and registered at iova 0 (posted
- * by rawping_register_page()), or the server's source page, mapped.
- * kmalloc() aligns a power-of-two size to itself: the page is one MR
- * page, at offset 0.
- */
-static int rawping_setup_page(struct rawping_conn *c)
-{
-	struct ib_device *dev = c->pd->device;
-	int n;
-
-	c->page_buf = kzalloc(RAWPING_PAGE, GFP_KERNEL);
-	if (!c->page_buf)
-		return -ENOMEM;
-	if (!c->is_client) {
-		c->page_dma = ib_dma_map_single(dev, c->page_buf, RAWPING_PAGE,
-						DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(dev, c->page_dma)) {
-			c->page_dma = 0;
-			return -ENOMEM;
-		}
-		c->write_cqe.done = rawping_write_done;
-		return 0;
-	}
-	sg_init_one(&c->page_sg, c->page_buf, RAWPING_PAGE);
-	if (ib_dma_map_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE) != 1)
-		return -ENOMEM;
-	c->page_dma = sg_dma_address(&c->page_sg);
-	c->mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
-	if (IS_ERR(c->mr)) {
-		n = PTR_ERR(c->mr);
-		c->mr = NULL;
-		return n;
-	}
-	n = ib_map_mr_sg(c->mr, &c->page_sg, 1, NULL, RAWPING_PAGE);
-	if (n != 1)
-		return n < 0 ? n : -EINVAL;
-	c->mr->iova = 0;	/* the wire names the page [0, RAWPING_PAGE) */
-	c->reg_cqe.done = rawping_reg_done;
-	return 0;
 }
 
 /* PD, CQ, QP and the posted receive ring, once the device is known. */
@@ -832,7 +569,6 @@ static bool rawping_peer_hello(const struct rdma_cm_event *ev,
 static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct rawping_hello peer, hello = {};
-	u32 page_len;
 	struct rdma_conn_param param;
 	struct rawping_conn *c;
 	int i, ret;
@@ -856,26 +592,16 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		c->msg_len = be32_to_cpu(peer.size);
 	if (c->msg_len < 16 || c->msg_len > RAWPING_MAX)
 		c->msg_len = 0;
-	page_len = be32_to_cpu(peer.page_len);
-	if (page_len == RAWPING_PAGE) {
-		c->page_mode = true;
-		c->remote_rkey = be32_to_cpu(peer.rkey);
-		c->page_check = be32_to_cpu(peer.flags) & RAWPING_HELLO_CHECK;
-	}
-	if (page_len && !c->page_mode) {
-		pr_warn("client's page is %u bytes, not %u\n", page_len,
-			RAWPING_PAGE);
-		ret = -EPROTO;
-	} else {
+	ret = rawping_page_accept(c, &peer);
+	if (!ret)
 		ret = rawping_setup_qp(c);
-	}
 	if (ret) {
 		pr_warn("refusing a connection: %d\n", ret);
 		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 	} else {
 		hello.size = cpu_to_be32(c->msg_len);
 		hello.inline_max = cpu_to_be32(c->inline_max);
-		hello.page_len = cpu_to_be32(c->page_mode ? RAWPING_PAGE : 0);
+		rawping_page_hello(c, &hello);
 		rawping_conn_param(&param, &hello);
 		ret = rdma_accept(id, &param);	/* rejects itself on error */
 	}
@@ -909,11 +635,7 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		ret = rawping_setup_qp(c);
 		if (ret)
 			break;
-		if (c->page_mode) {
-			hello.page_len = cpu_to_be32(RAWPING_PAGE);
-			hello.rkey = cpu_to_be32(c->mr->rkey);
-			hello.flags = cpu_to_be32(check ? RAWPING_HELLO_CHECK : 0);
-		}
+		rawping_page_hello(c, &hello);
 		rawping_conn_param(&param, &hello);
 		ret = rdma_connect_locked(id, &param);
 		break;
@@ -923,12 +645,9 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			break;
 		if (rawping_peer_hello(ev, &peer))
 			c->peer_inline_max = be32_to_cpu(peer.inline_max);
-		if (c->page_mode &&
-		    be32_to_cpu(peer.page_len) != RAWPING_PAGE) {
-			pr_err("page=1: the server does not write the page (an older rawping?)\n");
-			ret = -EPROTO;
+		ret = rawping_page_established(c, &peer);
+		if (ret)
 			break;
-		}
 		complete(&c->event);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
@@ -966,35 +685,6 @@ static void rawping_log_stall(struct rawping_conn *c)
 	       c->sent, c->replies, count, c->tx_used, c->tx_next, c->error,
 	       ret ? -1 : attr.qp_state, ret);
 	spin_unlock_bh(&c->lock);
-}
-
-/*
- * Client, page mode: register the page (IB_WR_REG_MR, signaled) and wait
- * for it, before the first ping, so the server's first write finds it.
- */
-static int rawping_register_page(struct rawping_conn *c)
-{
-	struct ib_reg_wr wr = {
-		.wr = {
-			.wr_cqe = &c->reg_cqe,
-			.opcode = IB_WR_REG_MR,
-			.send_flags = IB_SEND_SIGNALED,
-		},
-		.mr = c->mr,
-		.key = c->mr->rkey,
-		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
-	};
-	long left;
-	int ret;
-
-	ret = ib_post_send(c->id->qp, &wr.wr, NULL);
-	if (ret)
-		return ret;
-	left = wait_for_completion_killable_timeout(&c->event, 5 * HZ);
-	if (left <= 0)
-		return left ? -EINTR : -ETIMEDOUT;
-	reinit_completion(&c->event);
-	return 0;
 }
 
 static int rawping_run(struct rawping_conn *c)
