@@ -6,7 +6,8 @@
 //   UDSM_NODE       this node's id, 1..N
 //   UDSM_PEERS      every node's address in node order, this one too
 //                   (N = their number, 2..KDSM_MAX_NODES)
-//   UDSM_PAGES      region pages (640)
+//   UDSM_PAGES      region pages (640); segv: at most half of
+//                   vm.max_map_count less the maps in use (config.cpp)
 //   UDSM_PLACEMENT  block | cyclic (block)
 //   UDSM_PORT       rdma_cm port (18700)
 //   UDSM_JOIN_MS    mesh formation deadline (60000)
@@ -53,8 +54,9 @@ public:
 // throws config_error.
 config parse_config(const std::function<const char *(const char *)> &get);
 
-// From the process environment; a bad value ends the process with a
-// message naming the variable, status 2.
+// From the process environment, and checked against this host (segv: the
+// map count); a bad value ends the process with a message naming the
+// variable, status 2.
 config config_from_env();
 
 }  // namespace udsm

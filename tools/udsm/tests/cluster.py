@@ -7,7 +7,9 @@ transport), and check every node's exit status and node 1's output.
              [--transport unix|verbs] [--expect REGEX] BIN ARGS...
              verbs: 2 nodes on this host, both at $UDSM_TEST_ADDR (an address
              of an RDMA device here); skipped without one
-  cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
+  cluster.py --bad-env VAR=VALUE [--expect REGEX] BIN
+                                   the value is refused: status 2, VAR named
+                                   (and REGEX in the message)
   cluster.py --nodes N --kill K --after S BIN ARGS...
                                    SIGKILL node K after S seconds: every other
                                    node exits 3 within seconds naming a lost
@@ -31,16 +33,21 @@ def skip(why):
     sys.exit(77)
 
 
-def bad_env(binary, assignment):
+def bad_env(binary, assignment, expect=None):
     var, _, value = assignment.partition("=")
+    if expect == "vm.max_map_count":
+        with open("/proc/sys/vm/max_map_count") as f:
+            if int(f.read()) // 2 >= int(value):
+                skip(f"vm.max_map_count allows {var}={value} here")
     env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR="/nonexistent",
                UDSM_PEERS="a,b", UDSM_NODE="1")
     env[var] = value
     p = subprocess.run([binary], env=env, capture_output=True, text=True,
                        timeout=TIMEOUT_S)
-    if p.returncode != 2 or var not in p.stderr:
+    if p.returncode != 2 or var not in p.stderr or \
+            (expect and not re.search(expect, p.stderr)):
         print(f"{var}={value!r}: exit {p.returncode}, stderr {p.stderr!r}; "
-              f"want exit 2 naming {var}")
+              f"want exit 2 naming {var}" + (f" and /{expect}/" if expect else ""))
         return 1
     print(f"{var}={value!r} refused: {p.stderr.strip()}")
     return 0
@@ -135,7 +142,7 @@ def main():
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.bad_env:
-        return bad_env(args.cmd[0], args.bad_env)
+        return bad_env(args.cmd[0], args.bad_env, args.expect)
     return cluster(args)
 
 
