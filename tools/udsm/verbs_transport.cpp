@@ -408,7 +408,11 @@ void verbs_transport::dial(unsigned node, clock::time_point deadline)
             cp.private_data_len = sizeof(d);
             cp.responder_resources = 1;
             cp.initiator_depth = 1;
-            cp.retry_count = 7;
+            // 6, not 7: rxe takes 7 as "retry for ever" (its completer
+            // counts down only below 7, as bench/rawping/rawping.c says),
+            // so a peer that dies silently would never fail a send; the
+            // passive side takes the REQ's count
+            cp.retry_count = 6;
             cp.rnr_retry_count = 7;  // infinite: a receiver reposts soon
             ok = rdma_connect(id, &cp) == 0 && step(RDMA_CM_EVENT_ESTABLISHED);
         }
@@ -467,6 +471,7 @@ void verbs_transport::accept_all(clock::time_point deadline)
             cp.private_data_len = sizeof(m);
             cp.responder_resources = 1;
             cp.initiator_depth = 1;
+            cp.retry_count = 6;  // as dial(): finite on rxe too
             cp.rnr_retry_count = 7;
             if (rdma_accept(id, &cp))
                 throw sys_error("rdma_accept");
