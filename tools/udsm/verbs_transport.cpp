@@ -34,6 +34,15 @@
 // cluster (sink::lost); error completions of an attempt that was never
 // established (a rejected dial's QP, moved to ERROR by librdmacm) are
 // told apart by the connection generation in wr_id, and ignored.
+//
+// Leaving: a peer that said BYE still serves requests until it
+// disconnects, so its messages are delivered (and their buffers
+// reposted) after its BYE as before it; BYE only excuses its disconnect
+// and the flush errors that follow (the peer is then "gone").  A send to
+// a gone peer fails the cluster: nothing would answer it.  Send errors
+// (a send completion's status, ibv_post_send) are noted under send_mu_
+// and reported (sink::lost, so the survivors get an ABORT) once it is
+// released; every send WR's wr_id names its peer.
 #include "transport.hpp"
 
 #include <kverbs/kdsm.h>
@@ -69,7 +78,8 @@ constexpr unsigned recv_depth = 64;
 // wr_id of a send WR: bits 0-15 the WRs a signaled one frees, 16-23 the
 // peer; a compare-and-swap adds its lock id (24-55), its result slot
 // (bit 62) and cas_wr (bit 63).
-constexpr std::uint64_t cas_wr = 1ull << 63, cas_px = 1ull << 62;
+// An ABORT carries abort_wr (bit 61).
+constexpr std::uint64_t cas_wr = 1ull << 63, cas_px = 1ull << 62, abort_wr = 1ull << 61;
 static_assert(sig_every < sq_depth - 1);
 
 // in the connection's private data (at most 56 bytes on IB)
@@ -124,6 +134,7 @@ private:
         std::uint32_t gen = 0;      // of the established connection
         bool up = false;
         std::atomic<bool> left{false};  // its BYE arrived
+        std::atomic<bool> gone{false};  // then it disconnected (or flushed)
         unsigned outstanding = 0;   // send WRs not known complete, under send_mu_
         unsigned since_signal = 0;
         std::uint32_t rkey = 0;
@@ -141,9 +152,15 @@ private:
     void accept_all(clock::time_point deadline);
     rdma_cm_event *wait_event(rdma_event_channel *ch, clock::time_point deadline);
     void post_recv(unsigned node, unsigned slot);
+    struct failure {
+        unsigned node = 0;
+        std::string why;  // empty: none
+    };
     void post(unsigned to, ibv_send_wr &wr, bool signal = false);
-    void post_msg(unsigned to, const void *msg, bool signal);
-    void reap_send_locked();
+    failure post_locked(unsigned to, ibv_send_wr &wr, bool signal);
+    void fail(const failure &f);
+    void post_msg(unsigned to, const void *msg, bool signal, std::uint64_t tag = 0);
+    failure reap_send_locked();
     void reap_send(sink &s);
     void learn(unsigned node, const conn_data &d);
     void handle(sink &s, const ibv_wc &wc);
@@ -181,6 +198,8 @@ private:
     // that reaps one writes @wake_
     std::vector<std::uint64_t> cas_out_;
     int wake_ = -1;
+    // abort_all() runs: a send that fails then is skipped, not reported
+    std::atomic<bool> aborting_{false};
 };
 
 verbs_transport::~verbs_transport()
@@ -547,56 +566,103 @@ void verbs_transport::drop_attempt(unsigned node)
 }
 
 // Post @wr on @to's QP, signaled every sig_every-th (or @signal); wait
-// for room.
+// for room.  A failure is reported once send_mu_ is released: lost()
+// sends ABORTs, which take it.
 void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
 {
-    std::lock_guard l(send_mu_);
+    failure f;
+    {
+        std::lock_guard l(send_mu_);
+        f = post_locked(to, wr, signal);
+    }
+    if (!f.why.empty())
+        fail(f);
+}
+
+verbs_transport::failure verbs_transport::post_locked(unsigned to, ibv_send_wr &wr, bool signal)
+{
     peer &p = peers_[to];
+    // nothing would answer: its progress thread is gone
+    if (p.gone)
+        return {to, "it has left the cluster"};
     while (p.outstanding >= sq_depth - 1) {
-        reap_send_locked();
+        failure f = reap_send_locked();
+        if (!f.why.empty())
+            return f;
+        if (p.gone)  // flushed: its queue is empty now
+            return {to, "it has left the cluster"};
         if (!cas_out_.empty()) {
             const std::uint64_t one = 1;
             [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof(one));
         }
     }
     p.outstanding++;
+    // every WR names its peer (an unsignaled one's error completion too);
+    // a signaled one also the WRs it frees; a CAS's own bits stay
+    wr.wr_id = (wr.wr_id & ~0xffffffull) | std::uint64_t(to) << 16;
     if (++p.since_signal == sig_every || signal) {
         wr.send_flags |= IBV_SEND_SIGNALED;
-        // the WRs it frees; a CAS's own bits stay
-        wr.wr_id = (wr.wr_id & ~0xffffffull) | std::uint64_t(to) << 16 | p.since_signal;
+        wr.wr_id |= p.since_signal;
         p.since_signal = 0;
     }
     ibv_send_wr *bad = nullptr;
     if (ibv_post_send(p.id->qp, &wr, &bad))
-        die(to, std::string("ibv_post_send: ") + std::strerror(errno));
+        return {to, std::string("ibv_post_send: ") + std::strerror(errno)};
+    return {};
+}
+
+// A send failed: the cluster fails on its peer (ABORT to the others);
+// while aborting already, it is skipped.
+void verbs_transport::fail(const failure &f)
+{
+    if (aborting_)
+        return;
+    if (sink_)
+        sink_->lost(f.node, f.why);
+    die(f.node, f.why);
 }
 
 // The signaled sends' completions, each freeing the entries it covers.
-void verbs_transport::reap_send_locked()
+// An error completion of a peer that said BYE is its disconnect's flush:
+// the peer is gone, its queue empty; any other is the first failure.
+verbs_transport::failure verbs_transport::reap_send_locked()
 {
     ibv_wc wc[8];
     const int n = ibv_poll_cq(scq_, 8, wc);
     if (n < 0)
-        die(0, "polling the send CQ failed");
+        return {0, "polling the send CQ failed"};
+    failure f;
     for (int i = 0; i < n; i++) {
         const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-        if (wc[i].status != IBV_WC_SUCCESS)
-            die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
-        peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
+        peer &p = peers_[node];
+        if (wc[i].status != IBV_WC_SUCCESS) {
+            if (p.left) {
+                p.gone = true;
+                p.outstanding = 0;
+            } else if (f.why.empty()) {
+                f = {node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status)};
+            }
+            continue;
+        }
+        p.outstanding -= unsigned(wc[i].wr_id & 0xffff);
         if (wc[i].wr_id & cas_wr)
             cas_out_.push_back(wc[i].wr_id);
     }
+    return f;
 }
 
 // In the progress thread: the send CQ, and the CASes whose results are in.
 void verbs_transport::reap_send(sink &s)
 {
     std::vector<std::uint64_t> done;
+    failure f;
     {
         std::lock_guard l(send_mu_);
-        reap_send_locked();
+        f = reap_send_locked();
         done.swap(cas_out_);
     }
+    if (!f.why.empty())
+        fail(f);
     for (const std::uint64_t w : done) {
         const auto id = std::uint32_t(w >> 24 & 0xffffffff);
         const bool px = w & cas_px;
@@ -628,12 +694,13 @@ bool verbs_transport::cas(unsigned to, std::uint32_t id, bool px, std::uint8_t c
     return true;
 }
 
-void verbs_transport::post_msg(unsigned to, const void *msg, bool signal)
+void verbs_transport::post_msg(unsigned to, const void *msg, bool signal, std::uint64_t tag)
 {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(msg);
     sge.length = msg_len;
     ibv_send_wr wr{};
+    wr.wr_id = tag;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_INLINE;
     wr.sg_list = &sge;
@@ -669,11 +736,17 @@ void verbs_transport::handle(sink &s, const ibv_wc &wc)
     const unsigned node = unsigned(wc.wr_id >> 16 & 0xff);
     const unsigned slot = unsigned(wc.wr_id & 0xffff);
     peer &p = peers_[node];
-    // an attempt never established, or a peer that said BYE
-    if (gen != p.gen || !p.up || p.left)
+    // an attempt never established
+    if (gen != p.gen || !p.up)
         return;
-    if (wc.status != IBV_WC_SUCCESS)
+    if (wc.status != IBV_WC_SUCCESS) {
+        // after its BYE: its disconnect's flush
+        if (p.left) {
+            p.gone = true;
+            return;
+        }
         s.lost(node, std::string("receive completion: ") + ibv_wc_status_str(wc.status));
+    }
     std::uint8_t copy[msg_len];
     std::memcpy(copy, recv_bufs_.data() + (node * recv_depth + slot) * msg_len, msg_len);
     post_recv(node, slot);
@@ -710,9 +783,13 @@ void verbs_transport::cm_events(sink &s)
         const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(ev->id->context));
         const rdma_cm_event_type type = ev->event;
         rdma_ack_cm_event(ev);
-        if (!n || n > c_.nnodes() || peers_[n].left)
+        if (!n || n > c_.nnodes())
             continue;
-        if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+        if (type != RDMA_CM_EVENT_DISCONNECTED && type != RDMA_CM_EVENT_DEVICE_REMOVAL)
+            continue;
+        if (peers_[n].left)
+            peers_[n].gone = true;  // after its BYE: no failure
+        else
             s.lost(n, rdma_event_str(type));
     }
 }
@@ -777,14 +854,30 @@ void verbs_transport::abort_all(const void *msg)
     if (!l)
         return;
     l.unlock();
+    // a send failing now is skipped (fail()), not reported again
+    aborting_ = true;
+    // not to the lost node (kdsm_sig's node, byte 2): its QP may be
+    // failing, and the others are the ones to tell
+    const unsigned lost = static_cast<const std::uint8_t *>(msg)[2];
+    unsigned sent = 0;
     for (unsigned n = 1; n <= c_.nnodes(); n++)
-        if (n != c_.node && peers_[n].up && !peers_[n].left)
-            post_msg(n, msg, true);
-    // flushed, or 100 ms: the exit would drop what is not sent
+        if (n != c_.node && n != lost && peers_[n].up && !peers_[n].left && !peers_[n].gone) {
+            post_msg(n, msg, true, abort_wr);
+            sent++;
+        }
+    // every ABORT's forced completion, or 100 ms: the exit would drop
+    // what is not sent
     const auto end = clock::now() + std::chrono::milliseconds(100);
     ibv_wc wc[8];
-    while (clock::now() < end && ibv_poll_cq(scq_, 8, wc) >= 0)
-        std::this_thread::yield();
+    for (int got; sent && clock::now() < end;) {
+        if ((got = ibv_poll_cq(scq_, 8, wc)) < 0)
+            break;
+        for (int i = 0; i < got; i++)
+            if (wc[i].wr_id & abort_wr && sent)
+                sent--;
+        if (!got)
+            std::this_thread::yield();
+    }
 }
 
 void verbs_transport::leave()
@@ -792,14 +885,19 @@ void verbs_transport::leave()
     // BYE signaled, and reaped: a disconnect flushes what is not sent
     std::uint8_t bye[msg_len] = {UDSM_BYE};
     for (unsigned n = 1; n <= c_.nnodes(); n++)
-        if (n != c_.node && peers_[n].up)
+        if (n != c_.node && peers_[n].up && !peers_[n].gone)
             post_msg(n, bye, true);
     for (;;) {
-        std::lock_guard l(send_mu_);
-        if (std::all_of(peers_.begin(), peers_.end(),
-                        [](const peer &p) { return !p.up || !p.outstanding; }))
-            break;
-        reap_send_locked();
+        failure f;
+        {
+            std::lock_guard l(send_mu_);
+            if (std::all_of(peers_.begin(), peers_.end(),
+                            [](const peer &p) { return !p.up || !p.outstanding || p.gone; }))
+                break;
+            f = reap_send_locked();
+        }
+        if (!f.why.empty())
+            fail(f);
     }
     // as the unix transport: every peer's BYE, so none disconnects on a
     // peer still sending (bounded)
