@@ -106,6 +106,8 @@ config parse_config(const std::function<const char *(const char *)> &get)
         c.port = static_cast<std::uint16_t>(number("UDSM_PORT", v, 1, 65535));
     if (const char *v = get("UDSM_JOIN_MS"))
         c.join_ms = static_cast<std::uint32_t>(number("UDSM_JOIN_MS", v, 1, 3600000));
+    if (const char *v = get("UDSM_LEAVE_MS"))
+        c.leave_ms = static_cast<std::uint32_t>(number("UDSM_LEAVE_MS", v, 0, 3600000));
     if (const char *v = get("UDSM_ACCESS"))
         c.access = choice<access_kind>("UDSM_ACCESS", v,
                                        {{"segv", access_kind::segv}, {"uffd", access_kind::uffd}});

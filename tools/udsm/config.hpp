@@ -11,6 +11,8 @@
 //   UDSM_PLACEMENT  block | cyclic (block)
 //   UDSM_PORT       rdma_cm port (18700)
 //   UDSM_JOIN_MS    mesh formation deadline (60000)
+//   UDSM_LEAVE_MS   leaving: how long a node waits for its peers' BYEs
+//                   after its own (30000); then it ends all the same
 //   UDSM_ACCESS     segv | uffd (segv)
 //   UDSM_PROGRESS   block | poll (block)
 //   UDSM_TRANSPORT  verbs | unix (verbs)
@@ -36,6 +38,7 @@ struct config {
     bool block = true;
     std::uint16_t port = 18700;
     std::uint32_t join_ms = 60000;
+    std::uint32_t leave_ms = 30000;
     access_kind access = access_kind::segv;
     progress_kind progress = progress_kind::block;
     transport_kind transport = transport_kind::verbs;

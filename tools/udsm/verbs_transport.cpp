@@ -900,9 +900,9 @@ void verbs_transport::leave()
             fail(f);
     }
     // as the unix transport: every peer's BYE, so none disconnects on a
-    // peer still sending (bounded)
-    const auto end = clock::now() + std::chrono::milliseconds(std::min<std::uint32_t>(c_.join_ms,
-                                                                                     10000));
+    // peer still sending, bounded by UDSM_LEAVE_MS (not the formation
+    // deadline: a peer's epilogue after the last barrier may be long)
+    const auto end = clock::now() + std::chrono::milliseconds(c_.leave_ms);
     while (byes_.load() < c_.nnodes() - 1 && clock::now() < end)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     for (unsigned n = 1; n <= c_.nnodes(); n++)

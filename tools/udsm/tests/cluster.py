@@ -4,7 +4,8 @@
 transport), and check every node's exit status and node 1's output.
 
   cluster.py --nodes N [--progress block|poll] [--access segv|uffd]
-             [--transport unix|verbs] [--expect REGEX] BIN ARGS...
+             [--transport unix|verbs] [--expect REGEX] [--env VAR=VALUE]...
+             BIN ARGS...
              verbs: 2 nodes on this host, both at $UDSM_TEST_ADDR (an address
              of an RDMA device here); skipped without one
   cluster.py --bad-env VAR=VALUE [--expect REGEX] BIN
@@ -77,6 +78,7 @@ def cluster(args):
                        UDSM_PEERS=peers, UDSM_NODE=str(n),
                        UDSM_PROGRESS=args.progress, UDSM_ACCESS=args.access,
                        UDSM_JOIN_MS="20000")
+            env.update(v.split("=", 1) for v in args.env)
             out = open(os.path.join(d, f"out{n}"), "w+")
             procs.append((n, subprocess.Popen(args.cmd, env=env, stdout=out,
                                               stderr=subprocess.STDOUT), out))
@@ -137,6 +139,8 @@ def main():
     ap.add_argument("--transport", default="unix")
     ap.add_argument("--expect")
     ap.add_argument("--bad-env")
+    ap.add_argument("--env", action="append", default=[],
+                    help="VAR=VALUE for every node, after the defaults")
     ap.add_argument("--kill", type=int, default=0)
     ap.add_argument("--after", type=float, default=2.0)
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
