@@ -479,8 +479,11 @@ void verbs_transport::accept_all(clock::time_point deadline)
                 rdma_destroy_id(id);
                 throw;
             }
-            if (peers_[d.node].up)
+            if (peers_[d.node].up) {
+                rdma_reject(id, nullptr, 0);
+                rdma_destroy_id(id);
                 throw std::runtime_error("node " + std::to_string(d.node) + " connected twice");
+            }
             drop_attempt(d.node);  // an earlier one, which its dialer gave up
             make_qp(id, d.node);
             learn(d.node, d);
@@ -537,8 +540,10 @@ void verbs_transport::die(unsigned to, const std::string &why)
 }
 
 // The flushed receives of a destroyed attempt's QP out of the receive
-// CQ, which they would overflow over many attempts; the connected peers'
-// completions among them are kept for the progress thread.
+// CQ, which they would overflow over many attempts.  Every completion of
+// a node's current attempt (its id set: connected, or accepted and not
+// yet seen ESTABLISHED here, while the dialer may be sending already) is
+// kept for the progress thread; handle() checks the generation again.
 void verbs_transport::drain_stale()
 {
     ibv_wc wc[16];
@@ -546,7 +551,8 @@ void verbs_transport::drain_stale()
     while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
         for (int i = 0; i < n; i++) {
             const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-            if (std::uint32_t(wc[i].wr_id >> 32) == peers_[node].gen && peers_[node].up)
+            if (node <= c_.nnodes() && peers_[node].id &&
+                std::uint32_t(wc[i].wr_id >> 32) == peers_[node].gen)
                 early_.push_back(wc[i]);
         }
 }
@@ -747,6 +753,14 @@ void verbs_transport::handle(sink &s, const ibv_wc &wc)
         }
         s.lost(node, std::string("receive completion: ") + ibv_wc_status_str(wc.status));
     }
+    // a SEND of one whole message, nothing else: a short one would be
+    // read with the slot's previous bytes
+    if (wc.opcode != IBV_WC_RECV || wc.byte_len != msg_len) {
+        st_.add(KDSM_STAT_MALFORMED);
+        s.lost(node, "a receive of opcode " + std::to_string(wc.opcode) + " and " +
+                         std::to_string(wc.byte_len) + " bytes, not a " +
+                         std::to_string(msg_len) + "-byte SEND");
+    }
     std::uint8_t copy[msg_len];
     std::memcpy(copy, recv_bufs_.data() + (node * recv_depth + slot) * msg_len, msg_len);
     post_recv(node, slot);
@@ -782,7 +796,18 @@ void verbs_transport::cm_events(sink &s)
     while (rdma_get_cm_event(ch_, &ev) == 0) {
         const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(ev->id->context));
         const rdma_cm_event_type type = ev->event;
+        rdma_cm_id *id = ev->id;
         rdma_ack_cm_event(ev);
+        // the listener stays: a request now (a stray or duplicate dialer,
+        // a restarted node) is refused, and its new id destroyed (acked
+        // first: destroying waits for its events)
+        if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            rdma_reject(id, nullptr, 0);
+            rdma_destroy_id(id);
+            std::fprintf(stderr, "udsm: node %u refused a connection request after the mesh "
+                                 "formed\n", c_.node);
+            continue;
+        }
         if (!n || n > c_.nnodes())
             continue;
         if (type != RDMA_CM_EVENT_DISCONNECTED && type != RDMA_CM_EVENT_DEVICE_REMOVAL)
