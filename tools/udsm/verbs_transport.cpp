@@ -111,6 +111,9 @@ public:
         ch_ = rdma_create_event_channel();
         if (stop_ < 0 || wake_ < 0 || !ch_)
             throw sys_error("rdma_create_event_channel");
+        // one CAS in flight per result slot: the reaping sender (maybe in
+        // the SIGSEGV handler) never allocates
+        cas_out_.reserve(results_.size());
     }
     ~verbs_transport() override;
 
@@ -665,7 +668,9 @@ void verbs_transport::reap_send(sink &s)
     {
         std::lock_guard l(send_mu_);
         f = reap_send_locked();
-        done.swap(cas_out_);
+        // copied, not swapped: cas_out_ keeps its reserved room
+        done.assign(cas_out_.begin(), cas_out_.end());
+        cas_out_.clear();
     }
     if (!f.why.empty())
         fail(f);
