@@ -301,9 +301,12 @@ void verbs_transport::setup_device(ibv_context *ctx)
                 : nullptr;
     if (!scq_)
         throw sys_error("RDMA device setup (PD, CQs)");
+    // the least the protocol needs: peers RDMA-write pages, never read
+    // (kdsm grants REMOTE_READ only for KDSM_OPT_FETCH_READ, which udsm
+    // does not offer).  Every peer gets this rkey for the whole region:
+    // udsm trusts its peers (Documentation/udsm.rst)
     view_mr_ = ibv_reg_mr(pd_, view_, std::size_t(c_.npages) * ps_,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                              IBV_ACCESS_REMOTE_READ);
+                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
     recv_mr_ = ibv_reg_mr(pd_, recv_bufs_.data(), recv_bufs_.size(), IBV_ACCESS_LOCAL_WRITE);
     results_mr_ = ibv_reg_mr(pd_, results_.data(), results_.size() * sizeof(std::uint64_t),
                              IBV_ACCESS_LOCAL_WRITE);
