@@ -344,16 +344,21 @@ void unix_transport::cas_frame_in(sink &s, unsigned n, const std::uint8_t *f)
 {
     std::uint32_t id;
     std::memcpy(&id, f + 4, 4);
-    if (id >= KDSM_MAX_LOCKS)
-        s.lost(n, "a CAS frame past the locks");
+    // a lock's word lives at node id % nnodes + 1, its manager: only a
+    // CAS on our words comes in, only from that node a result
+    const unsigned holder = id % c_.nnodes() + 1;
+    if (id >= KDSM_MAX_LOCKS || (f[0] == cas_result_frame ? holder != n : holder != c_.node)) {
+        st_.add(KDSM_STAT_MALFORMED);
+        s.lost(n, id >= KDSM_MAX_LOCKS ? "a CAS frame past the locks"
+                  : f[0] == cas_result_frame ? "a CAS result for a lock word it does not hold"
+                                             : "a CAS on a lock word that is not ours");
+    }
     if (f[0] == cas_result_frame) {
         std::uint64_t old;
         std::memcpy(&old, f + 8, 8);
         s.cas_done(id, f[1], old);
         return;
     }
-    if ((id % c_.nnodes()) + 1 != c_.node)
-        s.lost(n, "a CAS on a lock word that is not ours");
     std::uint64_t &w = words_[id / c_.nnodes()];
     std::uint8_t r[msg_len] = {cas_result_frame, f[1]};
     std::memcpy(r + 4, &id, 4);

@@ -47,6 +47,7 @@
 
 #include <kverbs/kdsm.h>
 
+#include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
@@ -82,15 +83,42 @@ constexpr unsigned recv_depth = 64;
 constexpr std::uint64_t cas_wr = 1ull << 63, cas_px = 1ull << 62, abort_wr = 1ull << 61;
 static_assert(sig_every < sq_depth - 1);
 
-// in the connection's private data (at most 56 bytes on IB)
+// in the connection's private data (at most 56 bytes on IB), big-endian
+// on the wire (wire_order()); no padding, and zeroed whole (mine()), so
+// no stale bytes leave; a shorter private data is refused (received())
 struct conn_data {
     std::uint8_t node, nnodes, placement, reserved;
     std::uint32_t npages, page_size, rkey;
     std::uint64_t addr;
     std::uint32_t lock_rkey;  // 0: no atomics on this side
+    std::uint32_t reserved2;
     std::uint64_t lock_addr;  // our lock words (the queue lock)
 };
-static_assert(sizeof(conn_data) <= 56);
+static_assert(sizeof(conn_data) == 40 && sizeof(conn_data) <= 56);
+
+// host to wire order, or back (a swap either way on a little-endian host)
+conn_data wire_order(conn_data d)
+{
+    d.npages = htobe32(d.npages);
+    d.page_size = htobe32(d.page_size);
+    d.rkey = htobe32(d.rkey);
+    d.addr = htobe64(d.addr);
+    d.lock_rkey = htobe32(d.lock_rkey);
+    d.lock_addr = htobe64(d.lock_addr);
+    return d;
+}
+
+// the peer's conn_data, in host order; throws on a short one
+conn_data received(const rdma_conn_param &p)
+{
+    if (!p.private_data || p.private_data_len < sizeof(conn_data))
+        throw std::runtime_error("a peer's connection private data has " +
+                                 std::to_string(p.private_data_len) + " bytes, not " +
+                                 std::to_string(sizeof(conn_data)));
+    conn_data d;
+    std::memcpy(&d, p.private_data, sizeof(d));
+    return wire_order(d);
+}
 
 using clock = std::chrono::steady_clock;
 
@@ -256,7 +284,8 @@ sockaddr_storage verbs_transport::addr_of(unsigned node) const
 
 conn_data verbs_transport::mine() const
 {
-    conn_data d{};
+    conn_data d;
+    std::memset(&d, 0, sizeof(d));
     d.node = static_cast<std::uint8_t>(c_.node);
     d.nnodes = static_cast<std::uint8_t>(c_.nnodes());
     d.placement = c_.block ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
@@ -397,56 +426,76 @@ void verbs_transport::dial(unsigned node, clock::time_point deadline)
     while (clock::now() < deadline) {
         rdma_event_channel *ch = rdma_create_event_channel();
         rdma_cm_id *id = nullptr;
-        if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
-            throw sys_error("rdma_create_id");
-        bool ok = false;
-        auto step = [&](rdma_cm_event_type want) {
-            rdma_cm_event *ev = wait_event(ch, std::min(deadline, clock::now() +
-                                                        std::chrono::seconds(5)));
-            if (!ev) {
-                last = "timed out";
-                return false;
-            }
-            const bool good = ev->event == want;
-            if (good && want == RDMA_CM_EVENT_ESTABLISHED) {
-                conn_data d{};
-                std::memcpy(&d, ev->param.conn.private_data,
-                            std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
-                rdma_ack_cm_event(ev);
-                check(d, node);
-                learn(node, d);
-                return true;
-            }
-            if (!good)
-                last = rdma_event_str(ev->event);
-            rdma_ack_cm_event(ev);
-            return good;
-        };
-        if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(
-                                  const_cast<sockaddr_storage *>(&dst)), 2000) == 0 &&
-            step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route(id, 2000) == 0 &&
-            step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
-            make_qp(id, node);
-            const conn_data d = mine();
-            rdma_conn_param cp{};
-            cp.private_data = &d;
-            cp.private_data_len = sizeof(d);
-            cp.responder_resources = 1;
-            cp.initiator_depth = 1;
-            // 6, not 7: rxe takes 7 as "retry for ever" (its completer
-            // counts down only below 7, as bench/rawping/rawping.c says),
-            // so a peer that dies silently would never fail a send; the
-            // passive side takes the REQ's count
-            cp.retry_count = 6;
-            cp.rnr_retry_count = 7;  // infinite: a receiver reposts soon
-            ok = rdma_connect(id, &cp) == 0 && step(RDMA_CM_EVENT_ESTABLISHED);
+        if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP)) {
+            const std::runtime_error e = sys_error("rdma_create_id");
+            if (ch)
+                rdma_destroy_event_channel(ch);
+            throw e;
         }
-        if (ok) {
-            if (rdma_migrate_id(id, ch_))
-                throw sys_error("rdma_migrate_id");
+        // anything in the attempt that throws (a refused peer, a failed
+        // QP) takes the attempt's QP, id and channel with it
+        try {
+            bool ok = false;
+            auto step = [&](rdma_cm_event_type want) {
+                rdma_cm_event *ev = wait_event(ch, std::min(deadline, clock::now() +
+                                                            std::chrono::seconds(5)));
+                if (!ev) {
+                    last = "timed out";
+                    return false;
+                }
+                const bool good = ev->event == want;
+                if (good && want == RDMA_CM_EVENT_ESTABLISHED) {
+                    conn_data d;
+                    try {
+                        d = received(ev->param.conn);
+                    } catch (...) {
+                        rdma_ack_cm_event(ev);
+                        throw;
+                    }
+                    rdma_ack_cm_event(ev);
+                    check(d, node);
+                    learn(node, d);
+                    return true;
+                }
+                if (!good)
+                    last = rdma_event_str(ev->event);
+                rdma_ack_cm_event(ev);
+                return good;
+            };
+            if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(
+                                      const_cast<sockaddr_storage *>(&dst)), 2000) == 0 &&
+                step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route(id, 2000) == 0 &&
+                step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
+                make_qp(id, node);
+                const conn_data d = wire_order(mine());
+                rdma_conn_param cp{};
+                cp.private_data = &d;
+                cp.private_data_len = sizeof(d);
+                cp.responder_resources = 1;
+                cp.initiator_depth = 1;
+                // 6, not 7: rxe takes 7 as "retry for ever" (its completer
+                // counts down only below 7, as bench/rawping/rawping.c says),
+                // so a peer that dies silently would never fail a send; the
+                // passive side takes the REQ's count
+                cp.retry_count = 6;
+                cp.rnr_retry_count = 7;  // infinite: a receiver reposts soon
+                ok = rdma_connect(id, &cp) == 0 && step(RDMA_CM_EVENT_ESTABLISHED);
+            }
+            if (ok) {
+                if (rdma_migrate_id(id, ch_))
+                    throw sys_error("rdma_migrate_id");
+                rdma_destroy_event_channel(ch);
+                peers_[node].up = true;
+                return;
+            }
+        } catch (...) {
+            if (id->qp)
+                rdma_destroy_qp(id);
+            rdma_destroy_id(id);
             rdma_destroy_event_channel(ch);
-            peers_[node].up = true;
-            return;
+            if (peers_[node].id == id)
+                peers_[node].id = nullptr;
+            throw;
         }
         // rejected (not listening yet) or unreachable: the QP is in ERROR,
         // its flushed receives carry a generation no connection has now
@@ -475,10 +524,17 @@ void verbs_transport::accept_all(clock::time_point deadline)
         rdma_cm_id *id = ev->id;
         if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
             conn_data d{};
-            std::memcpy(&d, ev->param.conn.private_data,
-                        std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
+            std::string bad;
+            try {
+                d = received(ev->param.conn);
+            } catch (const std::exception &e) {
+                bad = e.what();
+            }
             rdma_ack_cm_event(ev);
             try {
+                if (!bad.empty())
+                    throw std::runtime_error("node " + std::to_string(c_.node) +
+                                             " refuses a peer: " + bad);
                 check(d, 0);
             } catch (const std::exception &e) {
                 rdma_reject(id, nullptr, 0);
@@ -493,7 +549,7 @@ void verbs_transport::accept_all(clock::time_point deadline)
             drop_attempt(d.node);  // an earlier one, which its dialer gave up
             make_qp(id, d.node);
             learn(d.node, d);
-            const conn_data m = mine();
+            const conn_data m = wire_order(mine());
             rdma_conn_param cp{};
             cp.private_data = &m;
             cp.private_data_len = sizeof(m);
