@@ -20,8 +20,10 @@ void verbs_transport::post_recv(unsigned node, unsigned slot)
     wr.sg_list = &sge;
     wr.num_sge = 1;
     if (ibv_post_recv(peers_[node].id->qp, &wr, &bad))
-        die(node, std::string("ibv_post_recv: ") + std::strerror(errno));
+        fail({node, std::string("ibv_post_recv: ") + std::strerror(errno)});
 }
+
+// Without a sink (before bind()): no ABORT, the message and exit 3.
 void verbs_transport::die(unsigned to, const std::string &why)
 {
     std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_.node, to, why.c_str());
