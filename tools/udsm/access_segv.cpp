@@ -6,17 +6,34 @@
 // fault in the region runs the engine in the faulting thread: it sends
 // the request itself and sleeps on the page's futex until the grant
 // (engine::fault); then the access runs again.  A fault outside the
-// region restores the default action and returns, so the access faults
-// again and the process dies as it would have.
+// region goes to the action installed before ours (a sanitizer's, a
+// runtime's); with none, the default is restored and the handler returns,
+// so the access faults again and the process dies as it would have.
 //
-// The handler takes the engine's lock: safe because no thread touches the
-// application view while holding it (the engine uses its own view).
+// Signal safety.  The handler runs code that is not async-signal-safe:
+// engine::fault() takes the engine's mutex, sleeps on a futex, mprotects,
+// and sends through the transport (its send mutexes; verbs may poll the
+// send CQ); its error paths format std::strings, fprintf and _Exit.  That
+// is sound only because SIGSEGV here is synchronous, raised by an access
+// to the application view, and so interrupts the faulting thread at that
+// access and nowhere else: the invariant is that no code holds a lock the
+// handler takes (the engine's and transports' mutexes, malloc's, stdio's)
+// while it touches the application view.  libudsm keeps it (the engine
+// and the transports touch only the engine view, and the handler path
+// does not allocate: the verbs CAS list is reserved at its bound), but a
+// program can break it: fwrite() or printf("%s") straight from DSM memory
+// holds stdio's FILE lock while it copies, and a fault there whose error
+// path writes to stderr deadlocks.  Copy out of DSM memory first.
+// SIGSEGV stays blocked while the handler sleeps for the grant, so an
+// application signal handler that touches DSM memory then kills the
+// process: such handlers must not touch it.
 #include "node.hpp"
 
 #include <signal.h>
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -29,10 +46,15 @@ namespace {
 struct target {
     std::uint8_t *app;
     std::size_t bytes, ps;
-    engine *eng;
+    // set by attach() before the handler is installed, cleared by
+    // ~segv_access (before the engine is destroyed: ~node) after it is
+    // uninstalled
+    std::atomic<engine *> eng;
 };
-// set once, before the handler is installed; one node per process
+// one node per process
 target the;
+// the SIGSEGV action before ours, for faults outside the region
+struct sigaction old_segv;
 
 // Write access: the page fault's error code (x86: bit 1); elsewhere the
 // page's protection says it, costing a read fault first on a write to
@@ -51,13 +73,23 @@ bool is_write(void *uctx, [[maybe_unused]] engine &e, [[maybe_unused]] std::uint
 void on_segv(int sig, siginfo_t *si, void *uctx)
 {
     auto *a = static_cast<std::uint8_t *>(si->si_addr);
-    if (!the.eng || a < the.app || a >= the.app + the.bytes) {
-        ::signal(sig, SIG_DFL);
+    engine *e = the.eng.load(std::memory_order_acquire);
+    if (!e || a < the.app || a >= the.app + the.bytes) {
+        // not ours: the earlier handler, or the earlier disposition
+        // (default, or ignored, which the kernel turns into the default
+        // for a fault) for the access's second fault
+        if ((old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_sigaction)
+            old_segv.sa_sigaction(sig, si, uctx);
+        else if (!(old_segv.sa_flags & SA_SIGINFO) && old_segv.sa_handler != SIG_DFL &&
+                 old_segv.sa_handler != SIG_IGN)
+            old_segv.sa_handler(sig);
+        else
+            ::sigaction(sig, &old_segv, nullptr);
         return;
     }
     const auto page = static_cast<std::uint32_t>((a - the.app) / the.ps);
     const int saved = errno;
-    the.eng->fault(page, is_write(uctx, *the.eng, page));
+    e->fault(page, is_write(uctx, *e, page));
     errno = saved;
 }
 
@@ -66,11 +98,15 @@ public:
     segv_access(std::uint8_t *app, std::size_t page_size, std::uint32_t npages)
         : app_(app), ps_(page_size)
     {
-        the = target{app, std::size_t(npages) * page_size, page_size, nullptr};
+        the.app = app;
+        the.bytes = std::size_t(npages) * page_size;
+        the.ps = page_size;
+        the.eng = nullptr;
     }
     ~segv_access() override
     {
-        ::signal(SIGSEGV, SIG_DFL);
+        if (the.eng.load())
+            ::sigaction(SIGSEGV, &old_segv, nullptr);
         the.eng = nullptr;
     }
     // the pages @e homes open RW; then the handler is installed
@@ -103,7 +139,7 @@ void segv_access::attach(engine &e)
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGSEGV, &sa, nullptr);
+    ::sigaction(SIGSEGV, &sa, &old_segv);
 }
 
 void segv_access::set(std::uint32_t page, prot p)

@@ -13,7 +13,11 @@
 //   revoke to NONE           MADV_DONTNEED: the mapping goes (the TLB
 //                            flushed before it returns), the page stays
 //
-// Each of these wakes the threads waiting in the kernel on the page.
+// A grant wakes the threads waiting in the kernel on the page:
+// UFFDIO_CONTINUE and UFFDIO_WRITEPROTECT off wake them, and setting WP
+// (which wakes nobody) is followed by UFFDIO_WAKE.  A revoke to NONE
+// (MADV_DONTNEED) wakes nobody, and need not: a thread waiting on the
+// page is woken by the grant that ends its fault.
 // The faulting threads never run libudsm code: the progress thread reads
 // the faults (poll() on the descriptor in block mode, a non-blocking
 // read every turn in poll mode) and hands them to engine::fault_async().

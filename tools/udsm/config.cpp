@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 namespace udsm {
 
@@ -50,6 +51,32 @@ std::vector<std::string> split(const std::string &s)
     }
 }
 
+// segv: every run of pages with one protection is a VMA of its own, so
+// the region can need one map per page (alternate pages READ and NONE),
+// and mprotect fails with ENOMEM past vm.max_map_count.  The region gets
+// at most half of that count, less the maps this process has already;
+// the other half is left to the application (thread stacks, malloc
+// arenas).  uffd changes no VMA: no limit.  An unreadable count: none.
+void check_map_count(const config &c)
+{
+    if (c.access != access_kind::segv)
+        return;
+    std::uint64_t max = 0;
+    if (!(std::ifstream("/proc/sys/vm/max_map_count") >> max))
+        return;
+    std::uint64_t used = 0;
+    std::ifstream maps("/proc/self/maps");
+    for (std::string line; std::getline(maps, line);)
+        used++;
+    const std::uint64_t limit = max / 2 > used ? max / 2 - used : 0;
+    if (c.npages > limit)
+        throw config_error("UDSM_PAGES=" + std::to_string(c.npages) +
+                           ": more than UDSM_ACCESS=segv can protect page by page: at most " +
+                           std::to_string(limit) + " pages (half of vm.max_map_count " +
+                           std::to_string(max) + ", less the " + std::to_string(used) +
+                           " maps in use); use UDSM_ACCESS=uffd, or raise vm.max_map_count");
+}
+
 }  // namespace
 
 config parse_config(const std::function<const char *(const char *)> &get)
@@ -79,6 +106,8 @@ config parse_config(const std::function<const char *(const char *)> &get)
         c.port = static_cast<std::uint16_t>(number("UDSM_PORT", v, 1, 65535));
     if (const char *v = get("UDSM_JOIN_MS"))
         c.join_ms = static_cast<std::uint32_t>(number("UDSM_JOIN_MS", v, 1, 3600000));
+    if (const char *v = get("UDSM_LEAVE_MS"))
+        c.leave_ms = static_cast<std::uint32_t>(number("UDSM_LEAVE_MS", v, 0, 3600000));
     if (const char *v = get("UDSM_ACCESS"))
         c.access = choice<access_kind>("UDSM_ACCESS", v,
                                        {{"segv", access_kind::segv}, {"uffd", access_kind::uffd}});
@@ -100,7 +129,9 @@ config parse_config(const std::function<const char *(const char *)> &get)
 config config_from_env()
 {
     try {
-        return parse_config([](const char *var) { return std::getenv(var); });
+        config c = parse_config([](const char *var) { return std::getenv(var); });
+        check_map_count(c);
+        return c;
     } catch (const config_error &e) {
         std::fprintf(stderr, "udsm: %s\n", e.what());
         std::exit(2);

@@ -6,10 +6,13 @@
 //   UDSM_NODE       this node's id, 1..N
 //   UDSM_PEERS      every node's address in node order, this one too
 //                   (N = their number, 2..KDSM_MAX_NODES)
-//   UDSM_PAGES      region pages (640)
+//   UDSM_PAGES      region pages (640); segv: at most half of
+//                   vm.max_map_count less the maps in use (config.cpp)
 //   UDSM_PLACEMENT  block | cyclic (block)
 //   UDSM_PORT       rdma_cm port (18700)
 //   UDSM_JOIN_MS    mesh formation deadline (60000)
+//   UDSM_LEAVE_MS   leaving: how long a node waits for its peers' BYEs
+//                   after its own (30000); then it ends all the same
 //   UDSM_ACCESS     segv | uffd (segv)
 //   UDSM_PROGRESS   block | poll (block)
 //   UDSM_TRANSPORT  verbs | unix (verbs)
@@ -35,6 +38,7 @@ struct config {
     bool block = true;
     std::uint16_t port = 18700;
     std::uint32_t join_ms = 60000;
+    std::uint32_t leave_ms = 30000;
     access_kind access = access_kind::segv;
     progress_kind progress = progress_kind::block;
     transport_kind transport = transport_kind::verbs;
@@ -53,8 +57,9 @@ public:
 // throws config_error.
 config parse_config(const std::function<const char *(const char *)> &get);
 
-// From the process environment; a bad value ends the process with a
-// message naming the variable, status 2.
+// From the process environment, and checked against this host (segv: the
+// map count); a bad value ends the process with a message naming the
+// variable, status 2.
 config config_from_env();
 
 }  // namespace udsm

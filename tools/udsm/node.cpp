@@ -75,6 +75,9 @@ node::~node()
     tr_->leave();
     tr_->stop();
     progress_.join();
+    // the SIGSEGV handler off (the.eng cleared) before the engine it
+    // calls is destroyed: members go in reverse order, eng_ before acc_
+    acc_.reset();
 }
 
 }  // namespace udsm

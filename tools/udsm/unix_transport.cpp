@@ -9,6 +9,13 @@
 // write" travels on the socket ahead of the reply that follows it, and
 // the receiver copies it into its engine view.
 //
+// Leaving: a peer's frames are delivered after its BYE as before it (it
+// serves requests until it closes); its close then is no failure, and
+// the progress thread marks it gone and stops reading it (the socket is
+// closed in the destructor, so no sender ever meets a reused descriptor:
+// peer::sock is written only in form() and the destructor).  A send to a
+// gone peer fails the cluster, but in leave(): nothing would answer.
+//
 // Sends are blocking writes of whole frames under the peer's send mutex;
 // a socket buffer holds many frames, and a pair's traffic is bounded by
 // the faults outstanding between them, so a send does not wait on a peer
@@ -93,7 +100,7 @@ public:
     void send(unsigned to, const void *msg) override
     {
         std::unique_lock l(peers_[to].send_mu);
-        if (!write_all(to, msg, msg_len))
+        if (peers_[to].gone || !write_all(to, msg, msg_len))
             send_failed(l, to);
         st_.msg(*static_cast<const std::uint8_t *>(msg), true);
     }
@@ -102,7 +109,8 @@ public:
         std::uint8_t h[msg_len] = {page_frame};
         std::memcpy(h + 4, &page, 4);
         std::unique_lock l(peers_[to].send_mu);
-        if (!write_all(to, h, sizeof(h)) || !write_all(to, view_ + std::size_t(page) * ps_, ps_))
+        if (peers_[to].gone || !write_all(to, h, sizeof(h)) ||
+            !write_all(to, view_ + std::size_t(page) * ps_, ps_))
             send_failed(l, to);
         st_.add(KDSM_STAT_RDMA_WRITE_BYTES, ps_);
     }
@@ -113,7 +121,7 @@ public:
         std::uint8_t f[msg_len] = {cas_frame, px, cmp, swap};
         std::memcpy(f + 4, &id, 4);
         std::unique_lock l(peers_[to].send_mu);
-        if (!write_all(to, f, sizeof(f)))
+        if (peers_[to].gone || !write_all(to, f, sizeof(f)))
             send_failed(l, to);
         return true;
     }
@@ -122,16 +130,18 @@ public:
         const std::uint64_t one = 1;
         [[maybe_unused]] ssize_t n = ::write(stop_.fd, &one, sizeof(one));
     }
-    // BYE to all, then wait for every peer's (bounded: a peer that never
-    // comes to its end closes on us and fails), so that no node closes
-    // while a peer may still send to it, and none leaves unread bytes
-    // behind (a reset on the other side)
+    // BYE to all, then wait for every peer's (bounded by UDSM_LEAVE_MS: a
+    // peer that never comes to its end closes on us and fails), so that
+    // no node closes while a peer may still send to it, and none leaves
+    // unread bytes behind (a reset on the other side).  A peer that said
+    // BYE and closed already (its wait ran out) gets none, and an error
+    // sending to a peer that said BYE is harmless.
     void abort_all(const void *msg) override
     {
         for (unsigned n = 1; n <= c_.nnodes(); n++) {
             peer &p = peers_[n];
             // a sender holds it briefly, unless its peer is failing too
-            if (n == c_.node || p.sock.fd < 0 ||
+            if (n == c_.node || p.sock.fd < 0 || p.gone ||
                 !p.send_mu.try_lock_for(std::chrono::milliseconds(100)))
                 continue;
             ::send(p.sock.fd, msg, msg_len, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -141,21 +151,28 @@ public:
     void leave() override
     {
         std::uint8_t bye[msg_len] = {UDSM_BYE};
-        for (unsigned n = 1; n <= c_.nnodes(); n++)
-            if (n != c_.node && peers_[n].sock.fd >= 0)
-                send(n, bye);
+        for (unsigned n = 1; n <= c_.nnodes(); n++) {
+            peer &p = peers_[n];
+            if (n == c_.node || p.sock.fd < 0 || p.gone)
+                continue;
+            std::unique_lock l(p.send_mu);
+            if (!write_all(n, bye, msg_len) && !p.left)
+                send_failed(l, n);
+            st_.msg(UDSM_BYE, true);
+        }
         const auto end = std::chrono::steady_clock::now() +
-                         std::chrono::milliseconds(std::min<std::uint32_t>(c_.join_ms, 10000));
+                         std::chrono::milliseconds(c_.leave_ms);
         while (byes_.load() < c_.nnodes() - 1 && std::chrono::steady_clock::now() < end)
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
 
 private:
     struct peer {
-        fd_guard sock;
-        std::timed_mutex send_mu;
-        std::vector<std::uint8_t> in;  // bytes of an incomplete frame
-        bool left = false;             // its BYE arrived
+        fd_guard sock;                  // set in form(), closed in the destructor
+        std::timed_mutex send_mu;       // whole frames to it
+        std::vector<std::uint8_t> in;   // bytes of an incomplete frame (progress thread)
+        std::atomic<bool> left{false};  // its BYE arrived
+        std::atomic<bool> gone{false};  // then it closed: not read, not written
     };
     std::atomic<unsigned> byes_{0};  // peers whose BYE arrived
 
@@ -203,7 +220,8 @@ private:
     // which this thread holds, so the closed connection is what we name.
     [[noreturn]] void send_failed(std::unique_lock<std::timed_mutex> &l, unsigned to)
     {
-        const std::string why = std::string("send: ") + std::strerror(errno);
+        const std::string why = peers_[to].gone ? std::string("it has left the cluster")
+                                                : std::string("send: ") + std::strerror(errno);
         l.unlock();
         if (sink_)
             sink_->lost(to, why);
@@ -326,16 +344,21 @@ void unix_transport::cas_frame_in(sink &s, unsigned n, const std::uint8_t *f)
 {
     std::uint32_t id;
     std::memcpy(&id, f + 4, 4);
-    if (id >= KDSM_MAX_LOCKS)
-        s.lost(n, "a CAS frame past the locks");
+    // a lock's word lives at node id % nnodes + 1, its manager: only a
+    // CAS on our words comes in, only from that node a result
+    const unsigned holder = id % c_.nnodes() + 1;
+    if (id >= KDSM_MAX_LOCKS || (f[0] == cas_result_frame ? holder != n : holder != c_.node)) {
+        st_.add(KDSM_STAT_MALFORMED);
+        s.lost(n, id >= KDSM_MAX_LOCKS ? "a CAS frame past the locks"
+                  : f[0] == cas_result_frame ? "a CAS result for a lock word it does not hold"
+                                             : "a CAS on a lock word that is not ours");
+    }
     if (f[0] == cas_result_frame) {
         std::uint64_t old;
         std::memcpy(&old, f + 8, 8);
         s.cas_done(id, f[1], old);
         return;
     }
-    if ((id % c_.nnodes()) + 1 != c_.node)
-        s.lost(n, "a CAS on a lock word that is not ours");
     std::uint64_t &w = words_[id / c_.nnodes()];
     std::uint8_t r[msg_len] = {cas_result_frame, f[1]};
     std::memcpy(r + 4, &id, 4);
@@ -408,7 +431,7 @@ void unix_transport::run(sink &s, int extra_fd, const std::function<void()> &on_
             who.push_back(0);
         }
         for (unsigned n = 1; n <= c_.nnodes(); n++)
-            if (n != c_.node && peers_[n].sock.fd >= 0) {
+            if (n != c_.node && peers_[n].sock.fd >= 0 && !peers_[n].gone) {
                 fds.push_back({peers_[n].sock.fd, POLLIN, 0});
                 who.push_back(n);
             }
@@ -434,7 +457,7 @@ void unix_transport::run(sink &s, int extra_fd, const std::function<void()> &on_
                 continue;
             if (!peers_[n].left)
                 s.lost(n, "its connection closed");
-            peers_[n].sock = fd_guard();  // it left after its last barrier
+            peers_[n].gone = true;  // it left after its last barrier
         }
     }
 }

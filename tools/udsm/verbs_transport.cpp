@@ -1,313 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //
-// The verbs transport: a full mesh of RC queue pairs by librdmacm.  The
-// lower node of a pair listens and accepts, the higher dials (again and
-// again until UDSM_JOIN_MS while the listener is missing or refuses);
-// the connection's private data carries the geometry, checked on both
-// sides, and the engine view's address and rkey.  A page is RDMA-written
-// into the requester's engine view, then the reply is sent on the same
-// QP: RC ordering puts the data in place before the reply's receive
-// completes, as in the kernel.
-//
-// Sizing: sends (messages inline, RDMA writes) are unsignaled but every
-// sig_every-th, whose completion frees the entries of the ones before
-// it; a sender that finds sq_depth - 1 entries outstanding on its QP
-// polls the send CQ (no channel: only senders reap it, under send_mu_)
-// until a signaled one completes.  sig_every < sq_depth - 1, so one
-// signaled send is always among the outstanding ones.  The send CQ holds
-// every QP's signaled sends: nnodes * sq_depth / sig_every entries at
-// most, and the one forced BYE or ABORT each, plus one CAS per result
-// slot.  A sender waiting for room holds the engine's lock, and the
-// peer's receives may wait for its progress thread, which may wait for
-// that lock: a cycle would need a QP's 63 sends and its peer's 64
-// receive buffers both full, while the protocol has a few messages per
-// outstanding fault in flight between two nodes.  Each QP has recv_depth receive buffers of 32 bytes, reposted
-// as soon as their message is handled; a peer that finds none waits in
-// RNR retries (infinite), never fails.
-//
-// The progress thread reaps the receive CQ: in block mode it sleeps on
-// the completion channel (and the CM's event channel, for disconnects):
-// ibv_req_notify_cq, poll, re-arm, poll again, so no completion slips
-// between the last poll and the arming; in poll mode it polls the CQ and
-// reads CM events without blocking.  A disconnect or an error completion
-// of an established connection whose peer did not say BYE fails the
-// cluster (sink::lost); error completions of an attempt that was never
-// established (a rejected dial's QP, moved to ERROR by librdmacm) are
-// told apart by the connection generation in wr_id, and ignored.
-#include "transport.hpp"
-
-#include <kverbs/kdsm.h>
-
-#include <fcntl.h>
-#include <infiniband/verbs.h>
-#include <netdb.h>
-#include <poll.h>
-#include <rdma/rdma_cma.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
-#include <vector>
+// The verbs transport's data path, leaving and failing; the design,
+// sizing and locking are verbs_transport.hpp's comment.
+#include "verbs_transport.hpp"
 
 namespace udsm {
 
-namespace {
-
-constexpr unsigned sq_depth = 64;
-constexpr unsigned sig_every = 16;
-constexpr unsigned recv_depth = 64;
-
-// wr_id of a send WR: bits 0-15 the WRs a signaled one frees, 16-23 the
-// peer; a compare-and-swap adds its lock id (24-55), its result slot
-// (bit 62) and cas_wr (bit 63).
-constexpr std::uint64_t cas_wr = 1ull << 63, cas_px = 1ull << 62;
-static_assert(sig_every < sq_depth - 1);
-
-// in the connection's private data (at most 56 bytes on IB)
-struct conn_data {
-    std::uint8_t node, nnodes, placement, reserved;
-    std::uint32_t npages, page_size, rkey;
-    std::uint64_t addr;
-    std::uint32_t lock_rkey;  // 0: no atomics on this side
-    std::uint64_t lock_addr;  // our lock words (the queue lock)
-};
-static_assert(sizeof(conn_data) <= 56);
-
-using clock = std::chrono::steady_clock;
-
-std::runtime_error sys_error(const std::string &what)
-{
-    return std::runtime_error(what + ": " + std::strerror(errno));
-}
-
-class verbs_transport final : public transport {
-public:
-    verbs_transport(const config &c, std::uint8_t *view, std::size_t page_size, stats &st)
-        : c_(c), view_(view), ps_(page_size), st_(st), peers_(c.nnodes() + 1),
-          recv_bufs_((c.nnodes() + 1) * recv_depth * msg_len),
-          words_(KDSM_MAX_LOCKS / c.nnodes() + 1), results_(2 * KDSM_MAX_LOCKS)
-    {
-        stop_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        ch_ = rdma_create_event_channel();
-        if (stop_ < 0 || wake_ < 0 || !ch_)
-            throw sys_error("rdma_create_event_channel");
-    }
-    ~verbs_transport() override;
-
-    void form() override;
-    void send(unsigned to, const void *msg) override;
-    void write_page(unsigned to, std::uint32_t page) override;
-    void run(sink &s, int extra_fd, const std::function<void()> &on_extra) override;
-    void stop() override
-    {
-        const std::uint64_t one = 1;
-        [[maybe_unused]] ssize_t n = ::write(stop_, &one, sizeof(one));
-    }
-    void leave() override;
-    void abort_all(const void *msg) override;
-    bool cas(unsigned to, std::uint32_t id, bool px, std::uint8_t cmp,
-             std::uint8_t swap) override;
-
-private:
-    struct peer {
-        rdma_cm_id *id = nullptr;
-        std::uint32_t gen = 0;      // of the established connection
-        bool up = false;
-        std::atomic<bool> left{false};  // its BYE arrived
-        unsigned outstanding = 0;   // send WRs not known complete, under send_mu_
-        unsigned since_signal = 0;
-        std::uint32_t rkey = 0;
-        std::uint64_t addr = 0;
-        std::uint32_t lock_rkey = 0;
-        std::uint64_t lock_addr = 0;
-    };
-
-    sockaddr_storage addr_of(unsigned node) const;
-    conn_data mine() const;
-    void check(const conn_data &d, unsigned expect) const;
-    void setup_device(ibv_context *ctx);
-    void make_qp(rdma_cm_id *id, unsigned node);
-    void dial(unsigned node, clock::time_point deadline);
-    void accept_all(clock::time_point deadline);
-    rdma_cm_event *wait_event(rdma_event_channel *ch, clock::time_point deadline);
-    void post_recv(unsigned node, unsigned slot);
-    void post(unsigned to, ibv_send_wr &wr, bool signal = false);
-    void post_msg(unsigned to, const void *msg, bool signal);
-    void reap_send_locked();
-    void reap_send(sink &s);
-    void learn(unsigned node, const conn_data &d);
-    void handle(sink &s, const ibv_wc &wc);
-    void drain_stale();
-    void drop_attempt(unsigned node);
-    [[noreturn]] void die(unsigned to, const std::string &why);
-    int reap_recv(sink &s);
-    void cm_events(sink &s);
-
-    const config c_;
-    std::uint8_t *view_;
-    const std::size_t ps_;
-    stats &st_;
-    std::vector<peer> peers_;  // [node]
-    std::vector<std::uint8_t> recv_bufs_;  // [node][slot][32]
-    int stop_ = -1;
-    rdma_event_channel *ch_ = nullptr;  // the listener's, then every id's
-    rdma_cm_id *listener_ = nullptr;
-    ibv_context *ctx_ = nullptr;
-    ibv_pd *pd_ = nullptr;
-    ibv_comp_channel *comp_ = nullptr;
-    ibv_cq *rcq_ = nullptr, *scq_ = nullptr;
-    ibv_mr *view_mr_ = nullptr, *recv_mr_ = nullptr;
-    std::mutex send_mu_;  // every QP's send queue and the send CQ
-    std::uint32_t next_gen_ = 1;
-    std::atomic<unsigned> byes_{0};
-    // completions reaped while forming, from peers already connected
-    std::vector<ibv_wc> early_;
-    // the queue lock: our lock words, granted for remote atomics, and the
-    // CAS results, one slot per lock and role (each has one CAS in flight)
-    std::vector<std::uint64_t> words_, results_;
-    ibv_mr *words_mr_ = nullptr, *results_mr_ = nullptr;
-    bool atomics_ = false;  // the device has them
-    // CASes completed, for the progress thread (under send_mu_); a sender
-    // that reaps one writes @wake_
-    std::vector<std::uint64_t> cas_out_;
-    int wake_ = -1;
-};
-
-verbs_transport::~verbs_transport()
-{
-    for (peer &p : peers_)
-        if (p.id) {
-            if (p.id->qp)
-                rdma_destroy_qp(p.id);
-            rdma_destroy_id(p.id);
-        }
-    if (listener_)
-        rdma_destroy_id(listener_);
-    if (view_mr_)
-        ibv_dereg_mr(view_mr_);
-    if (recv_mr_)
-        ibv_dereg_mr(recv_mr_);
-    if (words_mr_)
-        ibv_dereg_mr(words_mr_);
-    if (results_mr_)
-        ibv_dereg_mr(results_mr_);
-    if (rcq_)
-        ibv_destroy_cq(rcq_);
-    if (scq_)
-        ibv_destroy_cq(scq_);
-    if (comp_)
-        ibv_destroy_comp_channel(comp_);
-    if (pd_)
-        ibv_dealloc_pd(pd_);
-    if (ch_)
-        rdma_destroy_event_channel(ch_);
-    if (stop_ >= 0)
-        ::close(stop_);
-    if (wake_ >= 0)
-        ::close(wake_);
-}
-
-sockaddr_storage verbs_transport::addr_of(unsigned node) const
-{
-    addrinfo hints{}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    const std::string port = std::to_string(c_.port);
-    const int err = ::getaddrinfo(c_.peers[node - 1].c_str(), port.c_str(), &hints, &res);
-    if (err)
-        throw std::runtime_error("UDSM_PEERS: node " + std::to_string(node) + "'s address " +
-                                 c_.peers[node - 1] + ": " + gai_strerror(err));
-    sockaddr_storage ss{};
-    std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
-    ::freeaddrinfo(res);
-    return ss;
-}
-
-conn_data verbs_transport::mine() const
-{
-    conn_data d{};
-    d.node = static_cast<std::uint8_t>(c_.node);
-    d.nnodes = static_cast<std::uint8_t>(c_.nnodes());
-    d.placement = c_.block ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
-    d.npages = c_.npages;
-    d.page_size = static_cast<std::uint32_t>(ps_);
-    d.rkey = view_mr_ ? view_mr_->rkey : 0;
-    d.addr = reinterpret_cast<std::uintptr_t>(view_);
-    d.lock_rkey = words_mr_ && atomics_ ? words_mr_->rkey : 0;
-    d.lock_addr = reinterpret_cast<std::uintptr_t>(words_.data());
-    return d;
-}
-
-void verbs_transport::check(const conn_data &d, unsigned expect) const
-{
-    std::string why;
-    const conn_data m = mine();
-    if (expect ? d.node != expect : (d.node <= c_.node || d.node > c_.nnodes()))
-        why = "unexpected node " + std::to_string(d.node);
-    else if (d.nnodes != m.nnodes || d.placement != m.placement || d.npages != m.npages ||
-             d.page_size != m.page_size)
-        why = "node " + std::to_string(d.node) + "'s geometry (nodes, placement, pages, page "
-              "size) differs";
-    if (!why.empty())
-        throw std::runtime_error("node " + std::to_string(c_.node) + " refuses a peer: " + why);
-}
-
-void verbs_transport::setup_device(ibv_context *ctx)
-{
-    if (ctx_) {
-        if (ctx != ctx_)
-            throw std::runtime_error("the peers are reached through different RDMA devices");
-        return;
-    }
-    ctx_ = ctx;
-    pd_ = ibv_alloc_pd(ctx);
-    comp_ = ibv_create_comp_channel(ctx);
-    const int nq = int(c_.nnodes());
-    rcq_ = pd_ && comp_ ? ibv_create_cq(ctx, nq * int(recv_depth), nullptr, comp_, 0) : nullptr;
-    // the send CQ wakes it too: a CAS's result is an event
-    scq_ = rcq_ ? ibv_create_cq(ctx, nq * int(sq_depth / sig_every + 2) + int(results_.size()),
-                                nullptr, comp_, 0)
-                : nullptr;
-    if (!scq_)
-        throw sys_error("RDMA device setup (PD, CQs)");
-    view_mr_ = ibv_reg_mr(pd_, view_, std::size_t(c_.npages) * ps_,
-                          IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                              IBV_ACCESS_REMOTE_READ);
-    recv_mr_ = ibv_reg_mr(pd_, recv_bufs_.data(), recv_bufs_.size(), IBV_ACCESS_LOCAL_WRITE);
-    results_mr_ = ibv_reg_mr(pd_, results_.data(), results_.size() * sizeof(std::uint64_t),
-                             IBV_ACCESS_LOCAL_WRITE);
-    if (!view_mr_ || !recv_mr_ || !results_mr_)
-        throw sys_error("ibv_reg_mr");
-    ibv_device_attr attr{};
-    atomics_ = !ibv_query_device(ctx, &attr) && attr.atomic_cap != IBV_ATOMIC_NONE;
-    // without atomics the peers get no key: their queue locks here are
-    // EOPNOTSUPP, everything else works
-    if (atomics_)
-        words_mr_ = ibv_reg_mr(pd_, words_.data(), words_.size() * sizeof(std::uint64_t),
-                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-    // the receive CQ wakes the progress thread; poll mode never sleeps
-    const int fl = ::fcntl(comp_->fd, F_GETFL);
-    ::fcntl(comp_->fd, F_SETFL, fl | O_NONBLOCK);
-    if (ibv_req_notify_cq(rcq_, 0) || ibv_req_notify_cq(scq_, 0))
-        throw sys_error("ibv_req_notify_cq");
-}
-
-void verbs_transport::learn(unsigned node, const conn_data &d)
-{
-    peers_[node].rkey = d.rkey;
-    peers_[node].addr = d.addr;
-    peers_[node].lock_rkey = d.lock_rkey;
-    peers_[node].lock_addr = d.lock_addr;
-}
+namespace verbs_detail {
 
 void verbs_transport::post_recv(unsigned node, unsigned slot)
 {
@@ -321,277 +20,116 @@ void verbs_transport::post_recv(unsigned node, unsigned slot)
     wr.sg_list = &sge;
     wr.num_sge = 1;
     if (ibv_post_recv(peers_[node].id->qp, &wr, &bad))
-        die(node, std::string("ibv_post_recv: ") + std::strerror(errno));
+        fail({node, std::string("ibv_post_recv: ") + std::strerror(errno)});
 }
 
-void verbs_transport::make_qp(rdma_cm_id *id, unsigned node)
-{
-    setup_device(id->verbs);
-    ibv_qp_init_attr a{};
-    a.send_cq = scq_;
-    a.recv_cq = rcq_;
-    a.qp_type = IBV_QPT_RC;
-    a.cap.max_send_wr = sq_depth;
-    a.cap.max_recv_wr = recv_depth;
-    a.cap.max_send_sge = 1;
-    a.cap.max_recv_sge = 1;
-    a.cap.max_inline_data = msg_len;
-    if (rdma_create_qp(id, pd_, &a))
-        throw sys_error("rdma_create_qp");
-    peer &p = peers_[node];
-    p.id = id;
-    p.gen = next_gen_++;
-    p.outstanding = p.since_signal = 0;
-    id->context = reinterpret_cast<void *>(std::uintptr_t(node));
-    for (unsigned s = 0; s < recv_depth; s++)
-        post_recv(node, s);
-}
-
-rdma_cm_event *verbs_transport::wait_event(rdma_event_channel *ch, clock::time_point deadline)
-{
-    for (;;) {
-        const auto left =
-            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-        pollfd pf{ch->fd, POLLIN, 0};
-        if (left <= 0 || ::poll(&pf, 1, int(left)) == 0)
-            return nullptr;
-        rdma_cm_event *ev = nullptr;
-        if (rdma_get_cm_event(ch, &ev) == 0)
-            return ev;
-        if (errno != EAGAIN && errno != EINTR)
-            throw sys_error("rdma_get_cm_event");
-    }
-}
-
-// Dial @node until it accepts or the deadline: each attempt on its own
-// channel, migrated to the main one once established.
-void verbs_transport::dial(unsigned node, clock::time_point deadline)
-{
-    const sockaddr_storage dst = addr_of(node);
-    std::string last = "no attempt";
-    while (clock::now() < deadline) {
-        rdma_event_channel *ch = rdma_create_event_channel();
-        rdma_cm_id *id = nullptr;
-        if (!ch || rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP))
-            throw sys_error("rdma_create_id");
-        bool ok = false;
-        auto step = [&](rdma_cm_event_type want) {
-            rdma_cm_event *ev = wait_event(ch, std::min(deadline, clock::now() +
-                                                        std::chrono::seconds(5)));
-            if (!ev) {
-                last = "timed out";
-                return false;
-            }
-            const bool good = ev->event == want;
-            if (good && want == RDMA_CM_EVENT_ESTABLISHED) {
-                conn_data d{};
-                std::memcpy(&d, ev->param.conn.private_data,
-                            std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
-                rdma_ack_cm_event(ev);
-                check(d, node);
-                learn(node, d);
-                return true;
-            }
-            if (!good)
-                last = rdma_event_str(ev->event);
-            rdma_ack_cm_event(ev);
-            return good;
-        };
-        if (rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr *>(
-                                  const_cast<sockaddr_storage *>(&dst)), 2000) == 0 &&
-            step(RDMA_CM_EVENT_ADDR_RESOLVED) && rdma_resolve_route(id, 2000) == 0 &&
-            step(RDMA_CM_EVENT_ROUTE_RESOLVED)) {
-            make_qp(id, node);
-            const conn_data d = mine();
-            rdma_conn_param cp{};
-            cp.private_data = &d;
-            cp.private_data_len = sizeof(d);
-            cp.responder_resources = 1;
-            cp.initiator_depth = 1;
-            cp.retry_count = 7;
-            cp.rnr_retry_count = 7;  // infinite: a receiver reposts soon
-            ok = rdma_connect(id, &cp) == 0 && step(RDMA_CM_EVENT_ESTABLISHED);
-        }
-        if (ok) {
-            if (rdma_migrate_id(id, ch_))
-                throw sys_error("rdma_migrate_id");
-            rdma_destroy_event_channel(ch);
-            peers_[node].up = true;
-            return;
-        }
-        // rejected (not listening yet) or unreachable: the QP is in ERROR,
-        // its flushed receives carry a generation no connection has now
-        if (id->qp)
-            rdma_destroy_qp(id);
-        rdma_destroy_id(id);
-        rdma_destroy_event_channel(ch);
-        peers_[node].id = nullptr;
-        drain_stale();
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    throw std::runtime_error("node " + std::to_string(c_.node) + ": dialing node " +
-                             std::to_string(node) + " (" + c_.peers[node - 1] +
-                             ") failed within UDSM_JOIN_MS: " + last);
-}
-
-// Accept every higher node on the listener (the main channel).
-void verbs_transport::accept_all(clock::time_point deadline)
-{
-    unsigned want = c_.nnodes() - c_.node;
-    while (want) {
-        rdma_cm_event *ev = wait_event(ch_, deadline);
-        if (!ev)
-            throw std::runtime_error("node " + std::to_string(c_.node) +
-                                     ": the higher nodes did not all connect within UDSM_JOIN_MS");
-        rdma_cm_id *id = ev->id;
-        if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-            conn_data d{};
-            std::memcpy(&d, ev->param.conn.private_data,
-                        std::min<std::size_t>(sizeof(d), ev->param.conn.private_data_len));
-            rdma_ack_cm_event(ev);
-            try {
-                check(d, 0);
-            } catch (const std::exception &e) {
-                rdma_reject(id, nullptr, 0);
-                rdma_destroy_id(id);
-                throw;
-            }
-            if (peers_[d.node].up)
-                throw std::runtime_error("node " + std::to_string(d.node) + " connected twice");
-            drop_attempt(d.node);  // an earlier one, which its dialer gave up
-            make_qp(id, d.node);
-            learn(d.node, d);
-            const conn_data m = mine();
-            rdma_conn_param cp{};
-            cp.private_data = &m;
-            cp.private_data_len = sizeof(m);
-            cp.responder_resources = 1;
-            cp.initiator_depth = 1;
-            cp.rnr_retry_count = 7;
-            if (rdma_accept(id, &cp))
-                throw sys_error("rdma_accept");
-        } else {
-            const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(id->context));
-            const bool est = ev->event == RDMA_CM_EVENT_ESTABLISHED;
-            rdma_ack_cm_event(ev);
-            if (!n || n > c_.nnodes() || peers_[n].id != id || peers_[n].up)
-                continue;
-            if (est) {
-                peers_[n].up = true;
-                want--;
-            } else {
-                drop_attempt(n);  // failed: its dialer tries again
-            }
-        }
-    }
-}
-
-void verbs_transport::form()
-{
-    const auto deadline = clock::now() + std::chrono::milliseconds(c_.join_ms);
-    if (c_.node < c_.nnodes()) {
-        sockaddr_storage me = addr_of(c_.node);
-        if (rdma_create_id(ch_, &listener_, nullptr, RDMA_PS_TCP) ||
-            rdma_bind_addr(listener_, reinterpret_cast<sockaddr *>(&me)) ||
-            rdma_listen(listener_, KDSM_MAX_NODES))
-            throw sys_error("listening on " + c_.peers[c_.node - 1] + " port " +
-                            std::to_string(c_.port));
-        if (listener_->verbs)
-            setup_device(listener_->verbs);
-    }
-    for (unsigned n = 1; n < c_.node; n++)
-        dial(n, deadline);
-    accept_all(deadline);
-    const int fl = ::fcntl(ch_->fd, F_GETFL);
-    ::fcntl(ch_->fd, F_SETFL, fl | O_NONBLOCK);
-}
-
+// Without a sink (before bind()): no ABORT, the message and exit 3.
 void verbs_transport::die(unsigned to, const std::string &why)
 {
     std::fprintf(stderr, "udsm: node %u lost node %u (%s)\n", c_.node, to, why.c_str());
     std::_Exit(3);
 }
 
-// The flushed receives of a destroyed attempt's QP out of the receive
-// CQ, which they would overflow over many attempts; the connected peers'
-// completions among them are kept for the progress thread.
-void verbs_transport::drain_stale()
-{
-    ibv_wc wc[16];
-    int n;
-    while ((n = ibv_poll_cq(rcq_, 16, wc)) > 0)
-        for (int i = 0; i < n; i++) {
-            const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-            if (std::uint32_t(wc[i].wr_id >> 32) == peers_[node].gen && peers_[node].up)
-                early_.push_back(wc[i]);
-        }
-}
-
-// An accepted attempt that never got established: its QP (in ERROR,
-// its receives flushed with a generation no connection has) and its id.
-void verbs_transport::drop_attempt(unsigned node)
-{
-    peer &p = peers_[node];
-    if (!p.id || p.up)
-        return;
-    if (p.id->qp)
-        rdma_destroy_qp(p.id);
-    rdma_destroy_id(p.id);
-    p.id = nullptr;
-    drain_stale();
-}
-
 // Post @wr on @to's QP, signaled every sig_every-th (or @signal); wait
-// for room.
+// for room.  A failure is reported once send_mu_ is released: lost()
+// sends ABORTs, which take it.
 void verbs_transport::post(unsigned to, ibv_send_wr &wr, bool signal)
 {
-    std::lock_guard l(send_mu_);
+    failure f;
+    {
+        std::lock_guard l(send_mu_);
+        f = post_locked(to, wr, signal);
+    }
+    if (!f.why.empty())
+        fail(f);
+}
+
+verbs_transport::failure verbs_transport::post_locked(unsigned to, ibv_send_wr &wr, bool signal)
+{
     peer &p = peers_[to];
+    // nothing would answer: its progress thread is gone
+    if (p.gone)
+        return {to, "it has left the cluster"};
     while (p.outstanding >= sq_depth - 1) {
-        reap_send_locked();
+        failure f = reap_send_locked();
+        if (!f.why.empty())
+            return f;
+        if (p.gone)  // flushed: its queue is empty now
+            return {to, "it has left the cluster"};
         if (!cas_out_.empty()) {
             const std::uint64_t one = 1;
             [[maybe_unused]] ssize_t n = ::write(wake_, &one, sizeof(one));
         }
     }
     p.outstanding++;
+    // every WR names its peer (an unsignaled one's error completion too);
+    // a signaled one also the WRs it frees; a CAS's own bits stay
+    wr.wr_id = (wr.wr_id & ~0xffffffull) | std::uint64_t(to) << 16;
     if (++p.since_signal == sig_every || signal) {
         wr.send_flags |= IBV_SEND_SIGNALED;
-        // the WRs it frees; a CAS's own bits stay
-        wr.wr_id = (wr.wr_id & ~0xffffffull) | std::uint64_t(to) << 16 | p.since_signal;
+        wr.wr_id |= p.since_signal;
         p.since_signal = 0;
     }
     ibv_send_wr *bad = nullptr;
     if (ibv_post_send(p.id->qp, &wr, &bad))
-        die(to, std::string("ibv_post_send: ") + std::strerror(errno));
+        return {to, std::string("ibv_post_send: ") + std::strerror(errno)};
+    return {};
+}
+
+// A send failed: the cluster fails on its peer (ABORT to the others);
+// while aborting already, it is skipped.
+void verbs_transport::fail(const failure &f)
+{
+    if (aborting_)
+        return;
+    if (sink_)
+        sink_->lost(f.node, f.why);
+    die(f.node, f.why);
 }
 
 // The signaled sends' completions, each freeing the entries it covers.
-void verbs_transport::reap_send_locked()
+// An error completion of a peer that said BYE is its disconnect's flush:
+// the peer is gone, its queue empty; any other is the first failure.
+verbs_transport::failure verbs_transport::reap_send_locked()
 {
     ibv_wc wc[8];
     const int n = ibv_poll_cq(scq_, 8, wc);
     if (n < 0)
-        die(0, "polling the send CQ failed");
+        return {0, "polling the send CQ failed"};
+    failure f;
     for (int i = 0; i < n; i++) {
         const unsigned node = unsigned(wc[i].wr_id >> 16 & 0xff);
-        if (wc[i].status != IBV_WC_SUCCESS)
-            die(node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status));
-        peers_[node].outstanding -= unsigned(wc[i].wr_id & 0xffff);
+        peer &p = peers_[node];
+        if (wc[i].status != IBV_WC_SUCCESS) {
+            if (p.left) {
+                p.gone = true;
+                p.outstanding = 0;
+            } else if (f.why.empty()) {
+                f = {node, std::string("send completion: ") + ibv_wc_status_str(wc[i].status)};
+            }
+            continue;
+        }
+        p.outstanding -= unsigned(wc[i].wr_id & 0xffff);
         if (wc[i].wr_id & cas_wr)
             cas_out_.push_back(wc[i].wr_id);
     }
+    return f;
 }
 
 // In the progress thread: the send CQ, and the CASes whose results are in.
 void verbs_transport::reap_send(sink &s)
 {
     std::vector<std::uint64_t> done;
+    failure f;
     {
         std::lock_guard l(send_mu_);
-        reap_send_locked();
-        done.swap(cas_out_);
+        f = reap_send_locked();
+        // copied, not swapped: cas_out_ keeps its reserved room
+        done.assign(cas_out_.begin(), cas_out_.end());
+        cas_out_.clear();
     }
+    if (!f.why.empty())
+        fail(f);
     for (const std::uint64_t w : done) {
         const auto id = std::uint32_t(w >> 24 & 0xffffffff);
         const bool px = w & cas_px;
@@ -623,12 +161,13 @@ bool verbs_transport::cas(unsigned to, std::uint32_t id, bool px, std::uint8_t c
     return true;
 }
 
-void verbs_transport::post_msg(unsigned to, const void *msg, bool signal)
+void verbs_transport::post_msg(unsigned to, const void *msg, bool signal, std::uint64_t tag)
 {
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(msg);
     sge.length = msg_len;
     ibv_send_wr wr{};
+    wr.wr_id = tag;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_INLINE;
     wr.sg_list = &sge;
@@ -664,11 +203,25 @@ void verbs_transport::handle(sink &s, const ibv_wc &wc)
     const unsigned node = unsigned(wc.wr_id >> 16 & 0xff);
     const unsigned slot = unsigned(wc.wr_id & 0xffff);
     peer &p = peers_[node];
-    // an attempt never established, or a peer that said BYE
-    if (gen != p.gen || !p.up || p.left)
+    // an attempt never established
+    if (gen != p.gen || !p.up)
         return;
-    if (wc.status != IBV_WC_SUCCESS)
+    if (wc.status != IBV_WC_SUCCESS) {
+        // after its BYE: its disconnect's flush
+        if (p.left) {
+            p.gone = true;
+            return;
+        }
         s.lost(node, std::string("receive completion: ") + ibv_wc_status_str(wc.status));
+    }
+    // a SEND of one whole message, nothing else: a short one would be
+    // read with the slot's previous bytes
+    if (wc.opcode != IBV_WC_RECV || wc.byte_len != msg_len) {
+        st_.add(KDSM_STAT_MALFORMED);
+        s.lost(node, "a receive of opcode " + std::to_string(wc.opcode) + " and " +
+                         std::to_string(wc.byte_len) + " bytes, not a " +
+                         std::to_string(msg_len) + "-byte SEND");
+    }
     std::uint8_t copy[msg_len];
     std::memcpy(copy, recv_bufs_.data() + (node * recv_depth + slot) * msg_len, msg_len);
     post_recv(node, slot);
@@ -704,10 +257,25 @@ void verbs_transport::cm_events(sink &s)
     while (rdma_get_cm_event(ch_, &ev) == 0) {
         const unsigned n = unsigned(reinterpret_cast<std::uintptr_t>(ev->id->context));
         const rdma_cm_event_type type = ev->event;
+        rdma_cm_id *id = ev->id;
         rdma_ack_cm_event(ev);
-        if (!n || n > c_.nnodes() || peers_[n].left)
+        // the listener stays: a request now (a stray or duplicate dialer,
+        // a restarted node) is refused, and its new id destroyed (acked
+        // first: destroying waits for its events)
+        if (type == RDMA_CM_EVENT_CONNECT_REQUEST) {
+            rdma_reject(id, nullptr, 0);
+            rdma_destroy_id(id);
+            std::fprintf(stderr, "udsm: node %u refused a connection request after the mesh "
+                                 "formed\n", c_.node);
             continue;
-        if (type == RDMA_CM_EVENT_DISCONNECTED || type == RDMA_CM_EVENT_DEVICE_REMOVAL)
+        }
+        if (!n || n > c_.nnodes())
+            continue;
+        if (type != RDMA_CM_EVENT_DISCONNECTED && type != RDMA_CM_EVENT_DEVICE_REMOVAL)
+            continue;
+        if (peers_[n].left)
+            peers_[n].gone = true;  // after its BYE: no failure
+        else
             s.lost(n, rdma_event_str(type));
     }
 }
@@ -772,14 +340,30 @@ void verbs_transport::abort_all(const void *msg)
     if (!l)
         return;
     l.unlock();
+    // a send failing now is skipped (fail()), not reported again
+    aborting_ = true;
+    // not to the lost node (kdsm_sig's node, byte 2): its QP may be
+    // failing, and the others are the ones to tell
+    const unsigned lost = static_cast<const std::uint8_t *>(msg)[2];
+    unsigned sent = 0;
     for (unsigned n = 1; n <= c_.nnodes(); n++)
-        if (n != c_.node && peers_[n].up && !peers_[n].left)
-            post_msg(n, msg, true);
-    // flushed, or 100 ms: the exit would drop what is not sent
+        if (n != c_.node && n != lost && peers_[n].up && !peers_[n].left && !peers_[n].gone) {
+            post_msg(n, msg, true, abort_wr);
+            sent++;
+        }
+    // every ABORT's forced completion, or 100 ms: the exit would drop
+    // what is not sent
     const auto end = clock::now() + std::chrono::milliseconds(100);
     ibv_wc wc[8];
-    while (clock::now() < end && ibv_poll_cq(scq_, 8, wc) >= 0)
-        std::this_thread::yield();
+    for (int got; sent && clock::now() < end;) {
+        if ((got = ibv_poll_cq(scq_, 8, wc)) < 0)
+            break;
+        for (int i = 0; i < got; i++)
+            if (wc[i].wr_id & abort_wr && sent)
+                sent--;
+        if (!got)
+            std::this_thread::yield();
+    }
 }
 
 void verbs_transport::leave()
@@ -787,19 +371,24 @@ void verbs_transport::leave()
     // BYE signaled, and reaped: a disconnect flushes what is not sent
     std::uint8_t bye[msg_len] = {UDSM_BYE};
     for (unsigned n = 1; n <= c_.nnodes(); n++)
-        if (n != c_.node && peers_[n].up)
+        if (n != c_.node && peers_[n].up && !peers_[n].gone)
             post_msg(n, bye, true);
     for (;;) {
-        std::lock_guard l(send_mu_);
-        if (std::all_of(peers_.begin(), peers_.end(),
-                        [](const peer &p) { return !p.up || !p.outstanding; }))
-            break;
-        reap_send_locked();
+        failure f;
+        {
+            std::lock_guard l(send_mu_);
+            if (std::all_of(peers_.begin(), peers_.end(),
+                            [](const peer &p) { return !p.up || !p.outstanding || p.gone; }))
+                break;
+            f = reap_send_locked();
+        }
+        if (!f.why.empty())
+            fail(f);
     }
     // as the unix transport: every peer's BYE, so none disconnects on a
-    // peer still sending (bounded)
-    const auto end = clock::now() + std::chrono::milliseconds(std::min<std::uint32_t>(c_.join_ms,
-                                                                                     10000));
+    // peer still sending, bounded by UDSM_LEAVE_MS (not the formation
+    // deadline: a peer's epilogue after the last barrier may be long)
+    const auto end = clock::now() + std::chrono::milliseconds(c_.leave_ms);
     while (byes_.load() < c_.nnodes() - 1 && clock::now() < end)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     for (unsigned n = 1; n <= c_.nnodes(); n++)
@@ -807,12 +396,12 @@ void verbs_transport::leave()
             rdma_disconnect(peers_[n].id);
 }
 
-}  // namespace
+}  // namespace verbs_detail
 
 std::unique_ptr<transport> make_verbs_transport(const config &c, std::uint8_t *view,
                                                 std::size_t page_size, stats &st)
 {
-    return std::make_unique<verbs_transport>(c, view, page_size, st);
+    return std::make_unique<verbs_detail::verbs_transport>(c, view, page_size, st);
 }
 
 }  // namespace udsm

@@ -4,10 +4,13 @@
 transport), and check every node's exit status and node 1's output.
 
   cluster.py --nodes N [--progress block|poll] [--access segv|uffd]
-             [--transport unix|verbs] [--expect REGEX] BIN ARGS...
+             [--transport unix|verbs] [--expect REGEX] [--env VAR=VALUE]...
+             BIN ARGS...
              verbs: 2 nodes on this host, both at $UDSM_TEST_ADDR (an address
              of an RDMA device here); skipped without one
-  cluster.py --bad-env VAR=VALUE BIN    the value is refused: status 2, VAR named
+  cluster.py --bad-env VAR=VALUE [--expect REGEX] BIN
+                                   the value is refused: status 2, VAR named
+                                   (and REGEX in the message)
   cluster.py --nodes N --kill K --after S BIN ARGS...
                                    SIGKILL node K after S seconds: every other
                                    node exits 3 within seconds naming a lost
@@ -31,16 +34,21 @@ def skip(why):
     sys.exit(77)
 
 
-def bad_env(binary, assignment):
+def bad_env(binary, assignment, expect=None):
     var, _, value = assignment.partition("=")
+    if expect == "vm.max_map_count":
+        with open("/proc/sys/vm/max_map_count") as f:
+            if int(f.read()) // 2 >= int(value):
+                skip(f"vm.max_map_count allows {var}={value} here")
     env = dict(os.environ, UDSM_TRANSPORT="unix", UDSM_DIR="/nonexistent",
                UDSM_PEERS="a,b", UDSM_NODE="1")
     env[var] = value
     p = subprocess.run([binary], env=env, capture_output=True, text=True,
                        timeout=TIMEOUT_S)
-    if p.returncode != 2 or var not in p.stderr:
+    if p.returncode != 2 or var not in p.stderr or \
+            (expect and not re.search(expect, p.stderr)):
         print(f"{var}={value!r}: exit {p.returncode}, stderr {p.stderr!r}; "
-              f"want exit 2 naming {var}")
+              f"want exit 2 naming {var}" + (f" and /{expect}/" if expect else ""))
         return 1
     print(f"{var}={value!r} refused: {p.stderr.strip()}")
     return 0
@@ -70,6 +78,7 @@ def cluster(args):
                        UDSM_PEERS=peers, UDSM_NODE=str(n),
                        UDSM_PROGRESS=args.progress, UDSM_ACCESS=args.access,
                        UDSM_JOIN_MS="20000")
+            env.update(v.split("=", 1) for v in args.env)
             out = open(os.path.join(d, f"out{n}"), "w+")
             procs.append((n, subprocess.Popen(args.cmd, env=env, stdout=out,
                                               stderr=subprocess.STDOUT), out))
@@ -130,12 +139,14 @@ def main():
     ap.add_argument("--transport", default="unix")
     ap.add_argument("--expect")
     ap.add_argument("--bad-env")
+    ap.add_argument("--env", action="append", default=[],
+                    help="VAR=VALUE for every node, after the defaults")
     ap.add_argument("--kill", type=int, default=0)
     ap.add_argument("--after", type=float, default=2.0)
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     if args.bad_env:
-        return bad_env(args.cmd[0], args.bad_env)
+        return bad_env(args.cmd[0], args.bad_env, args.expect)
     return cluster(args)
 
 
