@@ -87,7 +87,7 @@ def checks(res, suite, four, uffd):
     time.sleep(5)
     four[-1].run("kill -9 $(pidof udsm-sor)", timeout=30)
     t0 = time.monotonic()
-    outs, ok = [], True
+    outs, ok, named = [], True, 0
     for n in four[:-1]:
         left = max(1, int(KILL_BOUND_S - (time.monotonic() - t0)))
         r = n.run(f"for i in $(seq {left * 5}); do grep -q rc= /tmp/urun.out"
@@ -95,10 +95,14 @@ def checks(res, suite, four, uffd):
                   timeout=left + 60)
         took = time.monotonic() - t0
         ok &= bool(re.search(r"rc=[1-9]", r.out)) and took <= KILL_BOUND_S \
-            and bool(re.search(r"lost node \d", r.out))
+            and bool(re.search(r"lost node [1-9]", r.out))
+        named += bool(re.search(rf"lost node {len(four)}\b", r.out))
         outs.append(f"--- {n.name} ({took:.1f} s)\n{r.out[-1000:]}")
+    # a survivor may name one that failed first from the same loss (a
+    # cascade), but one at least names the killed node
     res.check(suite, "udsm: a node's process killed under sor: every "
               "survivor ends with an error naming a lost node within "
-              f"{KILL_BOUND_S} s", ok, "\n".join(outs))
+              f"{KILL_BOUND_S} s, one at least the killed node",
+              ok and named > 0, "\n".join(outs))
     for n in four:          # a hung survivor must not disturb later checks
         n.run("kill -9 $(pidof udsm-sor) 2>/dev/null", timeout=30)
