@@ -11,8 +11,9 @@ same application sources.  Conditions, on four booted 2-vCPU guests:
   2n-threads  2 nodes, 2 application threads per node;
   4n-idle, 4n-loaded, 4n-threads   the same on 4 nodes.
 
-Per round, every condition, every application and every method once,
-methods in an order rotated per round and application.  Reported per run:
+A warm-up runs every method once on the first application and condition
+(thrown away); then per round every condition, every application and
+every method once, methods in an order rotated per round and application.  Reported per run:
 the time (the slowest node's), faults and messages (summed over nodes),
 the softirq share (the mean over nodes of each node's share of events
 handled in softirq; udsm's events all count as process context), and the speedup over the 1-node run, which is the application's
@@ -154,7 +155,7 @@ def summarize(k, runs, apps, conds, unsupported, rounds, warmup):
              out[x]["ratio_kernel_over_user_loaded"] and
              out[x]["ratio_kernel_over_user_loaded"] <
              out[x]["ratio_kernel_over_user"]]
-    return {"kernel": k.abi, "rounds": rounds, "warmup_rounds": warmup,
+    return {"kernel": k.abi, "rounds": rounds, "warmup_runs_per_method": warmup,
             "methods": METHODS, "conditions": {c: CONDITIONS[c] for c in conds},
             "sizes": {x: APPS[x] for x in apps},
             "method": "testbed/benchmethod.py: methods rotated per round, "
@@ -173,7 +174,7 @@ def main(args):
     from . import deps, kernels
     from .svgchart import grouped_bars
     rounds = args.rounds or (1 if args.quick else 3)
-    warmup = 0 if args.quick else 1
+    warmup = 1                   # runs of the first application per method
     apps = QUICK_APPS if args.quick else tuple(APPS)
     conds = QUICK_CONDITIONS if args.quick else tuple(CONDITIONS)
     if args.conditions:
@@ -187,15 +188,15 @@ def main(args):
     runs = {a: {c: {m: [] for m in METHODS} for c in conds} for a in apps}
     with four_guests(k, "dsm-apps") as nodes:
         r = Runner(nodes)
-        for rnd in range(warmup + rounds):
+        for _ in range(warmup):     # every method's programs once, thrown away
+            for m in METHODS:
+                r.run(m, apps[0], conds[0])
+        for rnd in range(rounds):
             for i, cond in enumerate(conds):
                 for j, app in enumerate(apps):
                     for m in rotated(METHODS, rnd + i + j):
-                        got = r.run(m, app, cond)
-                        if rnd >= warmup:
-                            runs[app][cond][m].append(got)
-                log(f"round {rnd + 1 - warmup}/{rounds} {cond} done"
-                    if rnd >= warmup else f"warm-up {cond} done")
+                        runs[app][cond][m].append(r.run(m, app, cond))
+                log(f"round {rnd + 1}/{rounds} {cond} done")
     data = summarize(k, runs, apps, conds, r.unsupported, rounds, warmup)
     out = build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)
@@ -208,7 +209,7 @@ def main(args):
                      data["apps"][a]["time_s"][c]) for c in conds for a in apps]
                   for m in METHODS},
                  log_note="1.0 = kdsm mode K; TCG guests, rxe: ratios only")
-    print(f"\nDSM applications, {k.abi}, {rounds} rounds (+{warmup} warm-up),"
+    print(f"\nDSM applications, {k.abi}, {rounds} rounds (after a warm-up),"
           " median time s (TCG: ratios only)")
     print(f"  {'app':7}{'condition':12}" + "".join(f"{m:>14}" for m in METHODS)
           + f"{'K/best U':>22}")
