@@ -61,7 +61,7 @@ std::map<std::string, std::uint64_t> named_stats(const status &s)
     return out;
 }
 
-void *attachment::allocate(std::size_t n, std::size_t align, bool page_aligned)
+void *region::allocate(std::size_t n, std::size_t align, bool page_aligned)
 {
     if (page_aligned)
         align = page_size();

@@ -306,7 +306,8 @@ attachment::attachment(int timeout_ms)
             break;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (fd_ >= 0 && ::ioctl(dev, KDSM_IOC_INFO, &info_) < 0) {
+    kdsm_info info{};
+    if (fd_ >= 0 && ::ioctl(dev, KDSM_IOC_INFO, &info) < 0) {
         err = errno;
         ::close(fd_);
         fd_ = -1;
@@ -316,19 +317,21 @@ attachment::attachment(int timeout_ms)
         throw error(err, err == ENOENT ? "attach: this node is in no cluster"
                          : err == EHOSTDOWN ? "attach: the cluster failed (kdsmctl status)"
                                             : "attach");
-    void *p = ::mmap(nullptr, bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    void *p = ::mmap(nullptr, std::size_t(info.npages) * info.page_size, PROT_READ | PROT_WRITE,
+                     MAP_SHARED, fd_, 0);
     if (p == MAP_FAILED) {
         const int e = errno;
         ::close(fd_);
         throw error(e, "mmap the region");
     }
-    base_ = static_cast<std::uint8_t *>(p);
+    mapped(info.node, info.nnodes, info.npages, info.page_size,
+           info.placement == KDSM_PLACE_BLOCK, static_cast<std::uint8_t *>(p));
 }
 
 attachment::~attachment()
 {
-    if (base_)
-        ::munmap(base_, bytes());
+    if (base())
+        ::munmap(base(), bytes());
     if (fd_ >= 0)
         ::close(fd_);
 }

@@ -21,12 +21,7 @@ attachment::attachment(int timeout_ms)
     } catch (const std::runtime_error &e) {
         throw error(EHOSTDOWN, std::string("udsm: ") + e.what());
     }
-    node_id_ = c.node;
-    nnodes_ = c.nnodes();
-    npages_ = c.npages;
-    page_size_ = n_->page_size();
-    block_ = c.block;
-    base_ = n_->base();
+    mapped(c.node, c.nnodes(), c.npages, n_->page_size(), c.block, n_->base());
 }
 
 attachment::~attachment() = default;
@@ -55,10 +50,10 @@ status attachment::counters()
 {
     status s;
     s.state = KDSM_STATE_READY;
-    s.node = node_id_;
-    s.nnodes = nnodes_;
-    s.npages = npages_;
-    s.placement = block_ ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
+    s.node = node();
+    s.nnodes = nnodes();
+    s.npages = npages();
+    s.placement = block_placement() ? KDSM_PLACE_BLOCK : KDSM_PLACE_CYCLIC;
     s.options = 0;
     s.stats = n_->counters().snapshot();
     return s;

@@ -8,6 +8,7 @@
 
 #include <kverbs/kdsm.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -47,5 +48,54 @@ struct status {
 
 // Counters by name, as the debugfs file shows them.
 std::map<std::string, std::uint64_t> named_stats(const status &s);
+
+// The region as this process sees it, whichever library serves it: its
+// geometry and the collective allocator (kdsm-common.cpp).  Each
+// library's attachment is a region.  Allocation is collective: every
+// node makes the same calls in the same order, so an array lands at the
+// same offset everywhere.
+class region {
+public:
+    region(const region &) = delete;
+    region &operator=(const region &) = delete;
+
+    unsigned node() const { return node_; }
+    unsigned nnodes() const { return nnodes_; }
+    std::size_t page_size() const { return page_size_; }
+    std::uint32_t npages() const { return npages_; }
+    bool block_placement() const { return block_; }
+    std::size_t bytes() const { return std::size_t(npages_) * page_size_; }
+    std::uint8_t *base() const { return base_; }
+    std::size_t page_of(const void *p) const
+    {
+        return (static_cast<const std::uint8_t *>(p) - base_) / page_size();
+    }
+
+    // @bytes at @align (a page when @page_aligned); throws when full.
+    void *allocate(std::size_t bytes, std::size_t align, bool page_aligned = false);
+
+protected:
+    region() = default;
+    ~region() = default;
+    // Once, when the library has mapped the region at @base.
+    void mapped(unsigned node, unsigned nnodes, std::uint32_t npages, std::size_t page_size,
+                bool block, std::uint8_t *base)
+    {
+        node_ = node;
+        nnodes_ = nnodes;
+        npages_ = npages;
+        page_size_ = page_size;
+        block_ = block;
+        base_ = base;
+    }
+
+private:
+    unsigned node_ = 0, nnodes_ = 0;
+    std::uint32_t npages_ = 0;
+    std::size_t page_size_ = 0;
+    bool block_ = true;
+    std::uint8_t *base_ = nullptr;
+    std::size_t used_ = 0;
+};
 
 }  // namespace kdsm

@@ -63,30 +63,14 @@ private:
     std::string last_ack_;  // the kernel's extended ack message
 };
 
-// This process's view of the region.  Allocation is collective: every
-// node makes the same calls in the same order, so an array lands at the
-// same offset everywhere.
-class attachment {
+// This process's view of the region (kdsm-types.hpp: geometry,
+// collective allocator), mapped from /dev/kdsm.
+class attachment : public region {
 public:
     explicit attachment(int timeout_ms = 60000);
     ~attachment();
     attachment(const attachment &) = delete;
     attachment &operator=(const attachment &) = delete;
-
-    unsigned node() const { return info_.node; }
-    unsigned nnodes() const { return info_.nnodes; }
-    std::size_t page_size() const { return info_.page_size; }
-    std::uint32_t npages() const { return info_.npages; }
-    bool block_placement() const { return info_.placement == KDSM_PLACE_BLOCK; }
-    std::size_t bytes() const { return std::size_t(info_.npages) * info_.page_size; }
-    std::uint8_t *base() const { return base_; }
-    std::size_t page_of(const void *p) const
-    {
-        return (static_cast<const std::uint8_t *>(p) - base_) / page_size();
-    }
-
-    // @bytes at @align (a page when @page_aligned); throws when full.
-    void *allocate(std::size_t bytes, std::size_t align, bool page_aligned = false);
 
     void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
@@ -95,9 +79,6 @@ public:
 
 private:
     int fd_ = -1;
-    std::uint8_t *base_ = nullptr;
-    std::size_t used_ = 0;
-    kdsm_info info_{};
     std::optional<control> ctl_;
 };
 
