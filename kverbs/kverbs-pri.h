@@ -365,6 +365,7 @@ struct kverbs_ep {
 	u32 qpn;			/* of @qp once created; stays */
 	u8 max_sge;			/* of a send WR, <= KVERBS_RDMA_MAX_SEGS */
 	u8 max_sge_rd;			/* of an RDMA READ, <= @max_sge */
+	u8 max_sge_pages;		/* of a page write, <= KVERBS_PAGES_MAX_SGE */
 	struct list_head grants;
 
 	u32 peer_node;

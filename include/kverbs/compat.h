@@ -106,4 +106,25 @@ static inline int kverbs_anon_inode_getfd_own(const char *name,
 	anon_inode_getfd_secure(name, fops, priv, flags, NULL)
 #endif
 
+/*
+ * Inode timestamps behind accessors (6.7+, probe inode_get_mtime); the
+ * ctime accessors are in both kernels.
+ */
+#ifdef KVERBS_HAVE_INODE_GET_MTIME
+#define kverbs_inode_get_mtime(inode)		inode_get_mtime(inode)
+#define kverbs_inode_set_mtime(inode, ts)	inode_set_mtime_to_ts(inode, ts)
+#define kverbs_inode_set_atime(inode, ts)	inode_set_atime_to_ts(inode, ts)
+#else
+#define kverbs_inode_get_mtime(inode)		((inode)->i_mtime)
+#define kverbs_inode_set_mtime(inode, ts)	((inode)->i_mtime = (ts))
+#define kverbs_inode_set_atime(inode, ts)	((inode)->i_atime = (ts))
+#endif
+
+/* A page-cache file's ->splice_read (probe filemap_splice_read, 6.5+). */
+#ifdef KVERBS_HAVE_FILEMAP_SPLICE_READ
+#define kverbs_filemap_splice_read		filemap_splice_read
+#else
+#define kverbs_filemap_splice_read		generic_file_splice_read
+#endif
+
 #endif /* _KVERBS_COMPAT_H_ */

@@ -129,6 +129,8 @@ struct page;
 #define KVERBS_ACCESS_REMOTE_ATOMIC	0x4
 #define KVERBS_ACCESS_ALL		0x7
 #define KVERBS_RDMA_MAX_SEGS		4
+/* Pages one kverbs_rdma_write_pages() call may carry, at most */
+#define KVERBS_PAGES_MAX_SGE		16
 
 /**
  * struct kverbs_remote - an extent of a peer's registered memory
@@ -213,6 +215,12 @@ int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 		     unsigned int flags);
 int kverbs_rdma_write(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 		      unsigned int flags);
+int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
+			    unsigned int npages,
+			    const struct kverbs_remote *remote,
+			    kverbs_rdma_done_t done, void *ctx,
+			    unsigned int flags);
+unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep);
 int kverbs_atomic_cmp_swap(struct kverbs_ep *ep,
 			   const struct kverbs_rdma_op *op, u64 compare,
 			   u64 swap, unsigned int flags);

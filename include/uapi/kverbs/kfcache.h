@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only WITH Linux-syscall-note */
+/*
+ * kfcache server control: the generic netlink family "kfcache_srv".
+ * START listens on an address; EXPORT names a directory the clients may
+ * mount read-only as <server>:/<name>; UNEXPORT and STOP undo them; GET
+ * reports the state and counters.  Changes need CAP_NET_ADMIN.
+ */
+#ifndef _UAPI_KVERBS_KFCACHE_H
+#define _UAPI_KVERBS_KFCACHE_H
+
+#define KFC_GENL_NAME		"kfcache_srv"
+#define KFC_GENL_VERSION	1
+#define KFC_DEFAULT_PORT	18800
+#define KFC_NAME_MAX		32	/* an export's name, with its NUL */
+
+enum {
+	KFC_CMD_UNSPEC,
+	KFC_CMD_START,		/* ADDR (sockaddr_in or _in6) */
+	KFC_CMD_STOP,
+	KFC_CMD_EXPORT,		/* NAME, PATH */
+	KFC_CMD_UNEXPORT,	/* NAME */
+	KFC_CMD_GET,		/* reply: STATE, EXPORTS, STATS */
+	__KFC_CMD_MAX,
+};
+
+enum {
+	KFC_A_UNSPEC,
+	KFC_A_ADDR,		/* binary: struct sockaddr_in / _in6 */
+	KFC_A_NAME,		/* string */
+	KFC_A_PATH,		/* string, absolute */
+	KFC_A_RUNNING,		/* u8 */
+	KFC_A_EXPORT,		/* nested: NAME, PATH (repeated) */
+	KFC_A_STATS,		/* nested: u64 counters, types below */
+	KFC_A_PAD,
+	__KFC_A_MAX,
+};
+#define KFC_A_MAX (__KFC_A_MAX - 1)
+
+/* Counters in KFC_A_STATS, each a u64 attribute of this type. */
+enum {
+	KFC_S_UNSPEC,
+	KFC_S_CLIENTS,		/* connected now */
+	KFC_S_REQUESTS,		/* handled */
+	KFC_S_READS,		/* READ requests */
+	KFC_S_PAGES,		/* pages written to clients */
+	KFC_S_SOFTIRQ,		/* requests completed in softirq */
+	KFC_S_DEFERRED,		/* requests handled in process context */
+	KFC_S_MALFORMED,	/* requests rejected, connection closed */
+	KFC_S_ERRORS,		/* requests answered with an error */
+	KFC_S_HANDLES,		/* open handles now */
+	__KFC_S_MAX,
+};
+#define KFC_S_MAX (__KFC_S_MAX - 1)
+
+#endif /* _UAPI_KVERBS_KFCACHE_H */

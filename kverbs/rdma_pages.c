@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * RDMA writes from pages that belong to no region: page-cache pages a
+ * server sends once, say.  Each page is DMA-mapped for the one write that
+ * carries it and unmapped when that write completes, so nothing of ours
+ * stays mapped, and nothing of ours is ever remotely reachable: the write
+ * uses the endpoint's local DMA key, and only the peer's grant is remote.
+ *
+ * Mapping a page is an atomic-safe call, so unlike kverbs_region_create()
+ * this works from a softirq receive handler; the cost is one map and one
+ * unmap per page per write, which for pages sent once is the least any
+ * registration costs.
+ */
+#include "kverbs-pri.h"
+
+/*
+ * One write in flight: its pages' DMA addresses, for the unmap in
+ * kverbs_pages_done().  Freed there.
+ */
+struct kverbs_pages_op {
+	struct ib_device *ibdev;
+	kverbs_rdma_done_t done;
+	void *ctx;
+	unsigned int n;
+	u64 dma[];
+};
+
+static void kverbs_pages_unmap(struct kverbs_pages_op *po, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		ib_dma_unmap_page(po->ibdev, po->dma[i], PAGE_SIZE,
+				  DMA_TO_DEVICE);
+}
+
+static void kverbs_pages_done(void *arg, int status)
+{
+	struct kverbs_pages_op *po = arg;
+
+	kverbs_pages_unmap(po, po->n);
+	if (po->done)
+		po->done(po->ctx, status);
+	kfree(po);
+}
+
+/**
+ * kverbs_ep_max_write_pages - pages one kverbs_rdma_write_pages() carries
+ * @ep: connected endpoint
+ *
+ * Context: any.
+ * Return: the device's send SGE limit capped at KVERBS_PAGES_MAX_SGE; 0
+ * before the endpoint has a queue pair.
+ */
+unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep)
+{
+	return READ_ONCE(ep->max_sge_pages);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_write_pages, KVERBS_NS);
+
+/**
+ * kverbs_rdma_write_pages - write whole pages of ours into a peer's memory
+ * @ep: connected endpoint
+ * @pages: the pages, written in order to consecutive remote bytes; they
+ *	must stay allocated, and their contents stable, until @done runs
+ * @npages: 1..kverbs_ep_max_write_pages(@ep)
+ * @remote: where; at least @npages pages long
+ * @done: called once when the write completed (0) or failed (-errno), after
+ *	the pages are unmapped; NULL for none.  Context: softirq, or process
+ *	during teardown.
+ * @ctx: passed to @done
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
+ *
+ * One work request, signaled: the pages are DMA-mapped here and unmapped
+ * when it completes.  A message sent after the write on the same endpoint
+ * arrives after the pages are visible to the peer (RC ordering).
+ *
+ * Context: any; may sleep unless KVERBS_NOWAIT or inside a kverbs
+ * callback (see KVERBS_NOWAIT).
+ * Return: 0 when posted (then @done runs exactly once); -EINVAL (no pages,
+ * too many, @remote too short or its reserved field set), -ENOMEM,
+ * -ENODEV (no device), -EIO (a page failed to map), -EAGAIN, -EINTR,
+ * -ENOTCONN or the endpoint's error, or a provider error.
+ */
+int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
+			    unsigned int npages,
+			    const struct kverbs_remote *remote,
+			    kverbs_rdma_done_t done, void *ctx,
+			    unsigned int flags)
+{
+	struct ib_sge sge[KVERBS_PAGES_MAX_SGE];
+	struct kverbs_pages_op *po;
+	struct ib_rdma_wr wr = {};
+	struct ib_device *ibdev;
+	struct kverbs_op *op;
+	unsigned int i;
+	int ret;
+
+	if (!npages || npages > READ_ONCE(ep->max_sge_pages) ||
+	    remote->reserved || remote->len < (u64)npages << PAGE_SHIFT)
+		return -EINVAL;
+	/*
+	 * A slot first: it proves the endpoint connected.  Its QP, and the
+	 * device our mappings are made on, go only after the QP is drained,
+	 * which flushes this write if it got posted (ep.c).
+	 */
+	op = kverbs_op_get(ep, flags);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	ibdev = READ_ONCE(ep->qp) ? ep->qp->device : NULL;
+	ret = -ENOTCONN;
+	if (!ibdev)
+		goto out_put;
+	ret = -ENOMEM;
+	po = kmalloc(struct_size(po, dma, npages),
+		     kverbs_may_wait(flags) ? GFP_KERNEL : GFP_ATOMIC);
+	if (!po)
+		goto out_put;
+	po->ibdev = ibdev;
+	po->done = done;
+	po->ctx = ctx;
+	po->n = npages;
+	for (i = 0; i < npages; i++) {
+		po->dma[i] = ib_dma_map_page(po->ibdev, pages[i], 0, PAGE_SIZE,
+					     DMA_TO_DEVICE);
+		if (ib_dma_mapping_error(po->ibdev, po->dma[i])) {
+			ret = -EIO;
+			goto out_unmap;
+		}
+		sge[i].addr = po->dma[i];
+		sge[i].length = PAGE_SIZE;
+		sge[i].lkey = ep->lkey;
+	}
+	op->done = kverbs_pages_done;
+	op->ctx = po;
+	wr.wr.opcode = IB_WR_RDMA_WRITE;
+	wr.wr.sg_list = sge;
+	wr.wr.num_sge = npages;
+	wr.remote_addr = remote->offset;
+	wr.rkey = remote->rkey;
+	ret = kverbs_op_post(ep, op, &wr.wr);
+	if (!ret)
+		return 0;
+out_unmap:
+	kverbs_pages_unmap(po, i);
+	kfree(po);
+out_put:
+	kverbs_op_put(ep, op);
+	return ret;
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_rdma_write_pages, KVERBS_NS);

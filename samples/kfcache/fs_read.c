@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kfcache client: file pages, straight from the server's page cache into
+ * ours.
+ *
+ * Registration (Dalessandro & Wyckoff's trade-off): the client registers
+ * the page-cache pages a READ fills, for that READ only, and grants the
+ * server's endpoint, and no other, write access to them: a kverbs region
+ * over the locked folios and a grant on this mount's connection.  The
+ * server writes them and then replies; the reply, or its absence, ends
+ * the grant (kverbs_region_destroy() invalidates the key and waits), and
+ * only then are the pages marked up to date and unlocked.  So no page is
+ * remotely writable once its data has landed, the server's pages are never
+ * remotely accessible at all (it is the initiator), and nothing is copied.
+ * The price is a registration and an invalidation per request: batching
+ * up to KFC_READ_MAX_PAGES pages per READ, and several READs of one
+ * readahead in flight at once, spreads it.
+ */
+#include <linux/pagemap.h>
+#include <linux/slab.h>
+
+#include "fs.h"
+
+/* One READ: up to KFC_READ_MAX_PAGES consecutive locked folios. */
+struct kfc_read {
+	struct kfc_call call;
+	struct kfc_read_req rq;
+	struct kfc_read_reply reply;
+	struct kverbs_region *region;
+	struct kverbs_grant *grant;
+	pgoff_t index;
+	unsigned int n;
+	int ret;
+	struct folio *folio[KFC_READ_MAX_PAGES];
+};
+
+/* Register @rd's pages for the server and send the READ. */
+static int kfc_read_start(struct inode *inode, struct kfc_read *rd)
+{
+	struct kfc_sb *s = KFC_SB(inode->i_sb);
+	struct page *pages[KFC_READ_MAX_PAGES];
+	struct kverbs_remote rem;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < rd->n; i++)
+		pages[i] = folio_page(rd->folio[i], 0);
+	rd->region = kverbs_region_create(s->dom, pages, rd->n);
+	if (IS_ERR(rd->region)) {
+		ret = PTR_ERR(rd->region);
+		rd->region = NULL;
+		return ret == -ESHUTDOWN || ret == -ENODEV ? -EIO : ret;
+	}
+	rd->grant = kverbs_region_grant(rd->region, s->ep,
+					KVERBS_ACCESS_REMOTE_WRITE);
+	if (IS_ERR(rd->grant)) {
+		ret = PTR_ERR(rd->grant);
+		rd->grant = NULL;
+		return ret == -ENOTCONN || ret == -ENODEV ? -EIO : ret;
+	}
+	ret = kverbs_grant_remote(rd->grant, 0, (u64)rd->n << PAGE_SHIFT,
+				  &rem);
+	if (ret)
+		return ret;
+	memset(&rd->rq, 0, sizeof(rd->rq));
+	rd->rq.index = cpu_to_be64(rd->index);
+	rd->rq.npages = cpu_to_be32(rd->n);
+	rd->rq.rkey = cpu_to_be32(rem.rkey);
+	rd->rq.offset = cpu_to_be64(rem.offset);
+	rd->rq.len = cpu_to_be64(rem.len);
+	return kfc_call_start(s, &rd->call, KFC_READ, KFC_I(inode)->handle,
+			      &rd->rq, sizeof(rd->rq), &rd->reply,
+			      sizeof(rd->reply));
+}
+
+/*
+ * The answer: revoke the grant first, then trust the pages.  Pages the
+ * server did not write lie wholly past its end of file: they are zeroed
+ * and the size shrinks to the server's, so no reader gets them as data.
+ */
+static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
+			    bool started)
+{
+	struct kfc_sb *s = KFC_SB(inode->i_sb);
+	struct kfc_inode *ki = KFC_I(inode);
+	unsigned int i, pages = 0;
+	loff_t size;
+
+	if (started)
+		rd->ret = kfc_call_wait(s, &rd->call);
+	if (rd->region)
+		kverbs_region_destroy(rd->region);
+	if (!rd->ret) {
+		pages = be32_to_cpu(rd->reply.pages);
+		size = be64_to_cpu(rd->reply.attr.size);
+		/* more pages than asked, or fewer than its size implies */
+		if (pages > rd->n ||
+		    (pages < rd->n && size > ((loff_t)(rd->index + pages) <<
+					      PAGE_SHIFT))) {
+			rd->ret = -EIO;
+			atomic64_inc(&s->malformed);
+		} else {
+			if (kfc_attr_changed(inode, &rd->reply.attr))
+				WRITE_ONCE(ki->stale, true);
+			spin_lock(&inode->i_lock);
+			if (size < i_size_read(inode))
+				i_size_write(inode, size);
+			spin_unlock(&inode->i_lock);
+		}
+	}
+	for (i = 0; i < rd->n; i++) {
+		struct folio *f = rd->folio[i];
+
+		if (!rd->ret) {
+			if (i >= pages)
+				folio_zero_range(f, 0, folio_size(f));
+			folio_mark_uptodate(f);
+		}
+		folio_unlock(f);
+	}
+}
+
+static int kfc_read_folio(struct file *file, struct folio *folio)
+{
+	struct inode *inode = folio->mapping->host;
+	struct kfc_read *rd;
+	int ret;
+
+	rd = kzalloc(sizeof(*rd), GFP_KERNEL);
+	if (!rd) {
+		folio_unlock(folio);
+		return -ENOMEM;
+	}
+	rd->index = folio->index;
+	rd->n = 1;
+	rd->folio[0] = folio;
+	rd->ret = kfc_read_start(inode, rd);
+	kfc_read_finish(inode, rd, !rd->ret);
+	ret = rd->ret;
+	kfree(rd);
+	return ret;
+}
+
+/* A readahead's READs in flight at once */
+#define KFC_READ_INFLIGHT	8
+
+static void kfc_readahead(struct readahead_control *ractl)
+{
+	struct inode *inode = ractl->mapping->host;
+	struct kfc_read *rd[KFC_READ_INFLIGHT];
+	struct folio *folio;
+	unsigned int i, nr = 0;
+	bool more = true;
+
+	while (more) {
+		struct kfc_read *r = kzalloc(sizeof(*r), GFP_KERNEL);
+
+		/* without memory, read_folio fetches the rest one by one */
+		if (!r)
+			break;
+		while (r->n < KFC_READ_MAX_PAGES) {
+			folio = readahead_folio(ractl);
+			if (!folio) {
+				more = false;
+				break;
+			}
+			if (!r->n)
+				r->index = folio->index;
+			r->folio[r->n++] = folio;
+			if (readahead_count(ractl) &&
+			    readahead_index(ractl) != folio->index + 1)
+				break;
+		}
+		if (!r->n) {
+			kfree(r);
+			break;
+		}
+		r->ret = kfc_read_start(inode, r);
+		if (r->ret) {
+			kfc_read_finish(inode, r, false);
+			kfree(r);
+			continue;
+		}
+		rd[nr++] = r;
+		if (nr == KFC_READ_INFLIGHT || !more) {
+			for (i = 0; i < nr; i++) {
+				kfc_read_finish(inode, rd[i], true);
+				kfree(rd[i]);
+			}
+			nr = 0;
+		}
+	}
+	for (i = 0; i < nr; i++) {
+		kfc_read_finish(inode, rd[i], true);
+		kfree(rd[i]);
+	}
+}
+
+const struct address_space_operations kfc_aops = {
+	.read_folio = kfc_read_folio,
+	.readahead = kfc_readahead,
+};

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kfcache client: requests and replies on a mount's endpoint.
+ *
+ * A request is one kvmsg message with a tag from the mount's @calls
+ * array.  The receive handler (softirq) checks the reply against what
+ * its call asked, every field, copies it to the caller and completes it.
+ * A reply that fails a check, or names no outstanding tag, is counted and
+ * closes the connection; so does the server going away.  Either way every
+ * outstanding call completes with -EIO and the mount turns dead: nothing
+ * waits forever, and a page is never marked up to date from a bad reply.
+ */
+#include <linux/slab.h>
+
+#include "fs.h"
+
+/* Complete @call with @status (0: @call->reply holds @len valid bytes). */
+static void kfc_call_complete(struct kfc_call *call, int status, u32 len)
+{
+	call->len = len;
+	call->status = status;
+	complete(&call->done);
+}
+
+static void kfc_fail_calls(struct kfc_sb *s)
+{
+	struct kfc_call *call;
+	unsigned long tag;
+
+	WRITE_ONCE(s->dead, true);
+	xa_lock_bh(&s->calls);
+	xa_for_each(&s->calls, tag, call) {
+		__xa_erase(&s->calls, tag);
+		kfc_call_complete(call, -EIO, 0);
+	}
+	xa_unlock_bh(&s->calls);
+}
+
+/* Directory entries: each within the reply, a sane name, @count of them. */
+static int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
+{
+	const u8 *p = (const u8 *)(r + 1), *end = (const u8 *)r + len;
+	u16 n = be16_to_cpu(r->count);
+
+	if (r->eof > 1 || memchr_inv(r->reserved, 0, sizeof(r->reserved)))
+		return -EPROTO;
+	while (n--) {
+		const struct kfc_dirent *e = (const void *)p;
+		const char *name = (const char *)(e + 1);
+
+		if (end - p < sizeof(*e) || !e->len ||
+		    end - p < KFC_DIRENT_SIZE(e->len) ||
+		    e->reserved[0] || e->reserved[1] || e->reserved[2] ||
+		    memchr(name, '/', e->len) || memchr(name, '\0', e->len) ||
+		    (e->len == 1 && name[0] == '.') ||
+		    (e->len == 2 && name[0] == '.' && name[1] == '.'))
+			return -EPROTO;
+		p += KFC_DIRENT_SIZE(e->len);
+	}
+	return p == end ? 0 : -EPROTO;
+}
+
+/* A reply's length and fields for the op its call sent. */
+static int kfc_check_reply(const struct kfc_call *call, const void *msg,
+			   u32 len)
+{
+	const struct kfc_hdr *h = msg;
+	const struct kfc_readlink_reply *rl = msg;
+	const struct kfc_read_reply *rd = msg;
+	s32 status = be32_to_cpu(h->status);
+
+	if (h->op != (call->op | KFC_REPLY) || len > call->max)
+		return -EPROTO;
+	if (status > 0 || status < -MAX_ERRNO)
+		return -EPROTO;
+	if (status && len == sizeof(*h))
+		return 0;
+	switch (call->op) {
+	case KFC_MOUNT:
+	case KFC_LOOKUP:
+	case KFC_GETATTR:
+		return !status && len == sizeof(struct kfc_attr_reply) ?
+		       0 : -EPROTO;
+	case KFC_READ:
+		if (len != sizeof(*rd) || rd->reserved ||
+		    be32_to_cpu(rd->pages) > KFC_READ_MAX_PAGES ||
+		    (status && rd->pages))
+			return -EPROTO;
+		return 0;
+	case KFC_READDIR:
+		if (status || len < sizeof(struct kfc_readdir_reply))
+			return -EPROTO;
+		return kfc_check_dirents(msg, len);
+	case KFC_READLINK:
+		if (status || len < sizeof(*rl) ||
+		    len != sizeof(*rl) + be16_to_cpu(rl->len) || !rl->len ||
+		    rl->reserved[0] || rl->reserved[1] || rl->reserved[2] ||
+		    memchr(rl->target, '\0', be16_to_cpu(rl->len)))
+			return -EPROTO;
+		return 0;
+	}
+	return -EPROTO;
+}
+
+static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+		       enum kvmsg_ctx ctx)
+{
+	struct kfc_sb *s = kverbs_ep_priv(ep);
+	const struct kfc_hdr *h = kvmsg_rx_data(rx);
+	u32 len = kvmsg_rx_len(rx);
+	struct kfc_call *call;
+	int ret;
+
+	if (len < sizeof(*h) || h->version != KFC_PROTO_VERSION ||
+	    h->reserved || h->reserved2 || h->handle)
+		goto malformed;
+	call = xa_erase_bh(&s->calls, be32_to_cpu(h->tag));
+	if (!call)
+		goto malformed;
+	ret = kfc_check_reply(call, h, len);
+	if (ret) {
+		kfc_call_complete(call, -EIO, 0);
+		goto malformed;
+	}
+	memcpy(call->reply, h, len);
+	kfc_call_complete(call, 0, len);
+	return 0;
+
+malformed:
+	atomic64_inc(&s->malformed);
+	pr_warn_ratelimited("kfcache: malformed reply from %pISp: connection closed\n",
+			    &s->addr);
+	return -EPROTO;
+}
+
+static void kfc_fs_send_done(struct kverbs_ep *ep, void *cookie, int status)
+{
+}
+
+const struct kvmsg_ops kfc_fs_msg_ops = {
+	.recv = kfc_fs_recv,
+	.send_done = kfc_fs_send_done,
+};
+
+static void kfc_fs_disconnected(struct kverbs_ep *ep, int err)
+{
+	struct kfc_sb *s = kverbs_ep_priv(ep);
+
+	if (!s)
+		return;
+	if (!READ_ONCE(s->closing))
+		pr_warn("kfcache: connection to %pISp lost (%d): requests fail with -EIO until unmount\n",
+			&s->addr, err);
+	kfc_fail_calls(s);
+}
+
+const struct kverbs_domain_ops kfc_fs_dom_ops = {
+	.disconnected = kfc_fs_disconnected,
+};
+
+/**
+ * kfc_call_start - send a request
+ * @s: mount
+ * @call: its state, the caller's until kfc_call_wait() returns
+ * @op: enum kfc_op
+ * @handle: object the request is about (0 for MOUNT)
+ * @req: the whole message; its header is filled in here
+ * @len: bytes of @req
+ * @reply: room for the answer
+ * @max: bytes of @reply
+ *
+ * Context: process; sleeps for a send buffer.
+ * Return: 0, then kfc_call_wait() must follow; or -EIO (no connection),
+ * -ENOMEM, -EINTR.
+ */
+int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
+		   u64 handle, void *req, u32 len, void *reply, u32 max)
+{
+	struct kfc_hdr *h = req;
+	struct kvmsg_buf *buf;
+	int ret;
+
+	init_completion(&call->done);
+	call->op = op;
+	call->reply = reply;
+	call->max = max;
+	call->status = -EIO;
+	if (READ_ONCE(s->dead))
+		return -EIO;
+	buf = kvmsg_reserve(s->ep, len, 0);
+	if (IS_ERR(buf))
+		return PTR_ERR(buf) == -EINTR ? -EINTR : -EIO;
+	ret = xa_alloc_bh(&s->calls, &call->tag, call, xa_limit_31b,
+			  GFP_KERNEL);
+	if (ret) {
+		kvmsg_unreserve(buf);
+		return ret;
+	}
+	memset(h, 0, sizeof(*h));
+	h->op = op;
+	h->version = KFC_PROTO_VERSION;
+	h->tag = cpu_to_be32(call->tag);
+	h->handle = cpu_to_be64(handle);
+	memcpy(kvmsg_buf_data(buf), req, len);
+	if (kvmsg_send(buf, len, 0, NULL) || READ_ONCE(s->dead)) {
+		/* the disconnect may complete it first: then wait for that */
+		if (xa_erase_bh(&s->calls, call->tag))
+			return -EIO;
+		wait_for_completion(&call->done);
+		return -EIO;
+	}
+	return 0;
+}
+
+/**
+ * kfc_call_wait - wait for the answer to a started request
+ * @s: mount
+ * @call: as kfc_call_start() left it
+ *
+ * Bounded by the mount's timeout; a fatal signal ends the wait too.  A
+ * request given up on here is erased, so a late answer closes the
+ * connection as one to no request.
+ *
+ * Context: process; sleeps.
+ * Return: the server's status (0 or -errno, the reply in @call->reply),
+ * -EIO (no valid answer, or none in time), or -EINTR.
+ */
+int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call)
+{
+	long left;
+
+	left = wait_for_completion_killable_timeout(&call->done,
+				msecs_to_jiffies(s->timeout_ms));
+	if (left <= 0) {
+		if (xa_erase_bh(&s->calls, call->tag)) {
+			if (!left)
+				pr_warn_ratelimited("kfcache: %pISp did not answer in %u ms\n",
+						    &s->addr, s->timeout_ms);
+			return left ? -EINTR : -EIO;
+		}
+		/* answered meanwhile: its completion is on its way */
+		wait_for_completion(&call->done);
+	}
+	if (call->status)
+		return call->status;
+	return (s32)be32_to_cpu(((struct kfc_hdr *)call->reply)->status);
+}
+
+/**
+ * kfc_call - send a request and wait for its answer
+ * @s: mount
+ * @op: enum kfc_op
+ * @handle: object
+ * @req: the whole message, header filled in here
+ * @len: bytes of @req
+ * @reply: room for the answer
+ * @max: bytes of @reply
+ *
+ * Context: process; sleeps.
+ * Return: as kfc_call_wait(), or kfc_call_start()'s error.
+ */
+int kfc_call(struct kfc_sb *s, u8 op, u64 handle, void *req, u32 len,
+	     void *reply, u32 max)
+{
+	struct kfc_call call;
+	int ret;
+
+	ret = kfc_call_start(s, &call, op, handle, req, len, reply, max);
+	return ret ?: kfc_call_wait(s, &call);
+}
+
+/**
+ * kfc_name_call - MOUNT or LOOKUP of one name
+ * @s: mount
+ * @op: KFC_MOUNT or KFC_LOOKUP
+ * @handle: the directory (0 for MOUNT)
+ * @name: the name, not NUL-terminated
+ * @len: its bytes, 1..NAME_MAX
+ * @reply: the attributes of what it names
+ *
+ * Context: process; sleeps.
+ * Return: as kfc_call(), or -ENOMEM, -ENAMETOOLONG.
+ */
+int kfc_name_call(struct kfc_sb *s, u8 op, u64 handle, const char *name,
+		  u16 len, struct kfc_attr_reply *reply)
+{
+	struct kfc_name_req *rq;
+	int ret;
+
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	rq = kzalloc(sizeof(*rq) + len, GFP_KERNEL);
+	if (!rq)
+		return -ENOMEM;
+	rq->len = cpu_to_be16(len);
+	memcpy(rq->name, name, len);
+	ret = kfc_call(s, op, handle, rq, sizeof(*rq) + len, reply,
+		       sizeof(*reply));
+	kfree(rq);
+	return ret;
+}
+
+/**
+ * kfc_forget - give the server back @count lookups of @handle
+ * @s: mount
+ * @handle: object
+ * @count: lookups, at least 1
+ *
+ * No answer is awaited; on a dead or closing mount nothing is sent (the
+ * server drops a connection's handles with it).
+ *
+ * Context: process; may sleep for a send buffer.
+ */
+void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
+{
+	struct kfc_forget_req *rq;
+	struct kvmsg_buf *buf;
+
+	if (READ_ONCE(s->dead) || READ_ONCE(s->closing) || !count)
+		return;
+	buf = kvmsg_reserve(s->ep, sizeof(*rq), 0);
+	if (IS_ERR(buf))
+		return;
+	rq = kvmsg_buf_data(buf);
+	memset(rq, 0, sizeof(*rq));
+	rq->hdr.op = KFC_FORGET;
+	rq->hdr.version = KFC_PROTO_VERSION;
+	rq->hdr.handle = cpu_to_be64(handle);
+	rq->count = cpu_to_be64(count);
+	kvmsg_send(buf, sizeof(*rq), 0, NULL);
+}

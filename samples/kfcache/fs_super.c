@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kfcache: a read-only file system served by kfcache_srv over RDMA.
+ *
+ *   mount -t kfcache <address>:/<export> <dir> [-o port=N,timeout=MS]
+ *
+ * <address> is an IPv4 address or a bracketed IPv6 one.  Each mount has
+ * its own kverbs domain and one endpoint to the server; when that
+ * connection goes, requests fail with -EIO until the mount is unmounted
+ * (no reconnection).  See Documentation/kfcache.rst.
+ */
+#include <linux/backing-dev.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/inet.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/statfs.h>
+
+#include "fs.h"
+
+static unsigned int kfc_connect_ms = 10000;
+module_param_named(connect_ms, kfc_connect_ms, uint, 0644);
+MODULE_PARM_DESC(connect_ms, "how long a mount waits for the server (ms)");
+
+static struct kmem_cache *kfc_inode_cachep;
+
+struct kfc_fs_params {
+	struct sockaddr_storage addr;
+	char export[KFC_NAME_MAX];
+	u16 port;
+	unsigned int timeout_ms;
+};
+
+enum { Opt_port, Opt_timeout };
+
+static const struct fs_parameter_spec kfc_fs_params_spec[] = {
+	fsparam_u32("port", Opt_port),
+	fsparam_u32("timeout", Opt_timeout),
+	{}
+};
+
+static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct kfc_fs_params *p = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, kfc_fs_params_spec, param, &result);
+	if (opt < 0)
+		return opt;
+	switch (opt) {
+	case Opt_port:
+		if (!result.uint_32 || result.uint_32 > 65535)
+			return invalfc(fc, "port must be 1..65535");
+		p->port = result.uint_32;
+		break;
+	case Opt_timeout:
+		if (result.uint_32 < 100 || result.uint_32 > 600000)
+			return invalfc(fc, "timeout must be 100..600000 ms");
+		p->timeout_ms = result.uint_32;
+		break;
+	}
+	return 0;
+}
+
+/* "<ipv4>:/<export>" or "[<ipv6>]:/<export>" */
+static int kfc_parse_source(struct fs_context *fc, struct kfc_fs_params *p)
+{
+	const char *src = fc->source, *sep, *host, *name, *end;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&p->addr;
+	struct sockaddr_in *in = (struct sockaddr_in *)&p->addr;
+	size_t hlen;
+
+	if (!src)
+		return invalfc(fc, "a source <address>:/<export> is required");
+	sep = strstr(src, ":/");
+	if (!sep)
+		return invalfc(fc, "the source must be <address>:/<export>");
+	host = src;
+	hlen = sep - src;
+	name = sep + 2;
+	if (!*name || strchr(name, '/') || strlen(name) >= KFC_NAME_MAX)
+		return invalfc(fc, "the export must be one name of under %d bytes",
+			       KFC_NAME_MAX);
+	strscpy(p->export, name, sizeof(p->export));
+	memset(&p->addr, 0, sizeof(p->addr));
+	if (hlen > 2 && host[0] == '[' && host[hlen - 1] == ']') {
+		if (!in6_pton(host + 1, hlen - 2, in6->sin6_addr.s6_addr, -1,
+			      NULL))
+			return invalfc(fc, "bad IPv6 address");
+		in6->sin6_family = AF_INET6;
+		return 0;
+	}
+	if (in4_pton(host, hlen, (u8 *)&in->sin_addr.s_addr, -1, &end) != 1 ||
+	    end != sep)
+		return invalfc(fc, "bad IPv4 address");
+	in->sin_family = AF_INET;
+	return 0;
+}
+
+static struct inode *kfc_alloc_inode(struct super_block *sb)
+{
+	struct kfc_inode *ki = alloc_inode_sb(sb, kfc_inode_cachep,
+					      GFP_KERNEL);
+
+	if (!ki)
+		return NULL;
+	ki->handle = 0;
+	ki->nlookup = 0;
+	ki->stale = false;
+	return &ki->vfs;
+}
+
+static void kfc_free_inode(struct inode *inode)
+{
+	kmem_cache_free(kfc_inode_cachep, KFC_I(inode));
+}
+
+static void kfc_evict_inode(struct inode *inode)
+{
+	struct kfc_inode *ki = KFC_I(inode);
+
+	truncate_inode_pages_final(&inode->i_data);
+	clear_inode(inode);
+	kfc_forget(KFC_SB(inode->i_sb), ki->handle, ki->nlookup);
+}
+
+static int kfc_show_options(struct seq_file *m, struct dentry *root)
+{
+	struct kfc_sb *s = KFC_SB(root->d_sb);
+
+	seq_printf(m, ",port=%u,timeout=%u",
+		   ntohs(((struct sockaddr_in *)&s->addr)->sin_port),
+		   s->timeout_ms);
+	return 0;
+}
+
+static const struct super_operations kfc_sops = {
+	.alloc_inode = kfc_alloc_inode,
+	.free_inode = kfc_free_inode,
+	.evict_inode = kfc_evict_inode,
+	.statfs = simple_statfs,
+	.show_options = kfc_show_options,
+};
+
+/* The mount's domain and endpoint; the export's root. */
+static int kfc_connect(struct super_block *sb, struct kfc_sb *s,
+		       struct kfc_attr_reply *r)
+{
+	struct kverbs_domain_attr attr = {
+		.ops = &kfc_fs_dom_ops,
+		.msg = &kfc_fs_msg_ops,
+		.priv = s,
+		.name = "kfcache",
+		.node_id = 2,
+		.depth = KFC_DEPTH,
+		.max_msg = KFC_MAX_MSG,
+		.max_eps = 1,
+	};
+	struct kverbs_ep *ep;
+
+	s->dom = kverbs_domain_create(&attr);
+	if (IS_ERR(s->dom)) {
+		int ret = PTR_ERR(s->dom);
+
+		s->dom = NULL;
+		return ret;
+	}
+	ep = kverbs_ep_connect(s->dom, (struct sockaddr *)&s->addr,
+			       kfc_connect_ms, s);
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+	s->ep = ep;
+	return kfc_name_call(s, KFC_MOUNT, 0, s->export, strlen(s->export),
+			     r);
+}
+
+static void kfc_disconnect(struct kfc_sb *s)
+{
+	WRITE_ONCE(s->closing, true);
+	if (s->ep)
+		kverbs_ep_close(s->ep);
+	if (s->dom)
+		kverbs_domain_destroy(s->dom);
+	s->ep = NULL;
+	s->dom = NULL;
+}
+
+static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct kfc_fs_params *p = fc->fs_private;
+	struct kfc_attr_reply *r;
+	struct inode *root;
+	struct kfc_sb *s;
+	int ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!s || !r) {
+		kfree(s);
+		kfree(r);
+		return -ENOMEM;
+	}
+	s->addr = p->addr;
+	((struct sockaddr_in *)&s->addr)->sin_port = htons(p->port);
+	strscpy(s->export, p->export, sizeof(s->export));
+	s->timeout_ms = p->timeout_ms;
+	xa_init_flags(&s->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
+	sb->s_fs_info = s;
+	sb->s_flags |= SB_RDONLY | SB_NOSEC;
+	sb->s_magic = KFC_MAGIC;
+	sb->s_op = &kfc_sops;
+	sb->s_d_op = &kfc_dentry_ops;
+	sb->s_maxbytes = MAX_LFS_FILESIZE;
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_time_gran = 1;
+
+	ret = super_setup_bdi(sb);
+	if (ret)
+		goto out;
+	/* a readahead window is KFC_READ_INFLIGHT READs of the largest size */
+	sb->s_bdi->ra_pages = 4 * KFC_READ_MAX_PAGES;
+	sb->s_bdi->io_pages = KFC_READ_MAX_PAGES;
+
+	ret = kfc_connect(sb, s, r);
+	if (ret) {
+		if (ret == -ENOENT)
+			errorfc(fc, "the server has no export named %s",
+				s->export);
+		else
+			errorfc(fc, "cannot reach the server's export (%d)",
+				ret);
+		goto out;
+	}
+	if (!S_ISDIR(be32_to_cpu(r->attr.mode))) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	root = kfc_iget(sb, &r->attr);
+	if (IS_ERR(root)) {
+		ret = PTR_ERR(root);
+		goto out;
+	}
+	sb->s_root = d_make_root(root);
+	ret = sb->s_root ? 0 : -ENOMEM;
+out:
+	kfree(r);
+	return ret;
+}
+
+static int kfc_get_tree(struct fs_context *fc)
+{
+	int ret = kfc_parse_source(fc, fc->fs_private);
+
+	return ret ?: get_tree_nodev(fc, kfc_fill_super);
+}
+
+static void kfc_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
+static const struct fs_context_operations kfc_context_ops = {
+	.parse_param = kfc_parse_param,
+	.get_tree = kfc_get_tree,
+	.free = kfc_free_fc,
+};
+
+static int kfc_init_fs_context(struct fs_context *fc)
+{
+	struct kfc_fs_params *p = kzalloc(sizeof(*p), GFP_KERNEL);
+
+	if (!p)
+		return -ENOMEM;
+	p->port = KFC_DEFAULT_PORT;
+	p->timeout_ms = 30000;
+	fc->fs_private = p;
+	fc->ops = &kfc_context_ops;
+	return 0;
+}
+
+/*
+ * Inodes go first (their FORGETs are skipped: the server drops the
+ * connection's handles with it), then the connection, then the state.
+ */
+static void kfc_kill_sb(struct super_block *sb)
+{
+	struct kfc_sb *s = KFC_SB(sb);
+
+	if (s)
+		WRITE_ONCE(s->closing, true);
+	kill_anon_super(sb);
+	if (!s)
+		return;
+	kfc_disconnect(s);
+	xa_destroy(&s->calls);
+	kfree(s);
+}
+
+static struct file_system_type kfc_fs_type = {
+	.owner = THIS_MODULE,
+	.name = "kfcache",
+	.init_fs_context = kfc_init_fs_context,
+	.parameters = kfc_fs_params_spec,
+	.kill_sb = kfc_kill_sb,
+};
+MODULE_ALIAS_FS("kfcache");
+
+static void kfc_inode_init_once(void *p)
+{
+	struct kfc_inode *ki = p;
+
+	inode_init_once(&ki->vfs);
+}
+
+static int __init kfc_fs_init(void)
+{
+	int ret;
+
+	kfc_inode_cachep = kmem_cache_create("kfcache_inode",
+					     sizeof(struct kfc_inode), 0,
+					     SLAB_RECLAIM_ACCOUNT |
+					     SLAB_ACCOUNT, kfc_inode_init_once);
+	if (!kfc_inode_cachep)
+		return -ENOMEM;
+	ret = register_filesystem(&kfc_fs_type);
+	if (ret)
+		kmem_cache_destroy(kfc_inode_cachep);
+	return ret;
+}
+
+static void __exit kfc_fs_exit(void)
+{
+	unregister_filesystem(&kfc_fs_type);
+	/* free_inode runs after an RCU grace period */
+	rcu_barrier();
+	kmem_cache_destroy(kfc_inode_cachep);
+}
+
+module_init(kfc_fs_init);
+module_exit(kfc_fs_exit);
+MODULE_DESCRIPTION("kfcache: a read-only file system served over RDMA");
+MODULE_LICENSE("GPL");
+KVERBS_IMPORT_NS();

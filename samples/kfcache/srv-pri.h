@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * kfcache server internals: exports (srv_main.c, under kfc_srv.lock),
+ * connections and their handle tables (srv_conn.c), the request handlers
+ * (srv_ops.c).
+ */
+#ifndef _KFCACHE_SRV_PRI_H
+#define _KFCACHE_SRV_PRI_H
+
+#include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/mutex.h>
+#include <linux/path.h>
+#include <linux/xarray.h>
+
+#include <kverbs/kverbs.h>
+#include <kverbs/kvmsg.h>
+
+#include "proto.h"
+
+/* Handles one connection may hold open at once */
+#define KFC_SRV_MAX_HANDLES	65536
+
+struct kfc_export {
+	struct list_head node;
+	char name[KFC_NAME_MAX];
+	struct path root;
+};
+
+/*
+ * The server: one listener, one domain.  @lock (process context) orders
+ * start/stop and export changes; @exports is read under it by MOUNT.
+ */
+struct kfc_srv {
+	struct mutex lock;
+	struct list_head exports;
+	struct kverbs_domain *dom;
+	struct kverbs_listener *listener;
+	struct sockaddr_storage addr;
+	atomic64_t stats[KFC_S_MAX + 1];
+};
+
+extern struct kfc_srv kfc_srv;
+
+static inline void kfc_srv_count(int counter, s64 n)
+{
+	atomic64_add(n, &kfc_srv.stats[counter]);
+}
+
+/*
+ * One open object of a connection.  @file: regular files and directories
+ * are opened when the handle is made, so READ never opens (it may run in
+ * softirq); symlinks have none.  @nlookup: LOOKUP replies naming this
+ * handle not yet forgotten by the client; at 0 the handle goes.
+ */
+struct kfc_handle {
+	u32 id;
+	u64 nlookup;
+	struct path path;
+	struct file *file;
+	struct hlist_node hnode;	/* in kfc_conn.by_dentry */
+};
+
+/*
+ * A client connection.  Every message of one endpoint is handled in order
+ * and never concurrently (kvmsg), so @handles and @by_dentry need no lock
+ * of their own: the handlers are their only users, then the disconnect.
+ * @gen: the high half of every handle of this connection, so a handle of
+ * another connection or server instance is refused (-ESTALE).
+ */
+struct kfc_conn {
+	struct kverbs_ep *ep;
+	u32 gen;
+	u32 nhandles;
+	struct xarray handles;
+	DECLARE_HASHTABLE(by_dentry, 8);
+};
+
+/* srv_conn.c */
+extern const struct kverbs_domain_ops kfc_srv_dom_ops;
+struct kfc_handle *kfc_handle_get(struct kfc_conn *c, u64 wire);
+int kfc_handle_make(struct kfc_conn *c, const struct path *path,
+		    struct kfc_handle **out);
+void kfc_handle_forget(struct kfc_conn *c, struct kfc_handle *h, u64 n);
+u64 kfc_handle_wire(const struct kfc_conn *c, const struct kfc_handle *h);
+
+/* srv_ops.c */
+extern const struct kvmsg_ops kfc_srv_msg_ops;
+void kfc_srv_fill_attr(struct kfc_attr *a, u64 handle, struct inode *inode);
+
+#endif /* _KFCACHE_SRV_PRI_H */

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kfcache_srv: serves directories read-only to kfcache clients over
+ * kverbs.  Control: the generic netlink family "kfcache_srv"
+ * (uapi/kverbs/kfcache.h); changes need CAP_NET_ADMIN and every refusal
+ * says why in the extended ack.
+ *
+ * Exports: EXPORT takes a reference on the directory; UNEXPORT refuses new
+ * mounts of it, while clients that mounted it keep their handles (they
+ * hold their own references) until they unmount or disconnect.
+ */
+#include <linux/module.h>
+#include <linux/namei.h>
+#include <linux/slab.h>
+#include <net/genetlink.h>
+
+#include "srv-pri.h"
+
+struct kfc_srv kfc_srv = {
+	.lock = __MUTEX_INITIALIZER(kfc_srv.lock),
+	.exports = LIST_HEAD_INIT(kfc_srv.exports),
+};
+
+static const struct nla_policy kfc_policy[KFC_A_MAX + 1] = {
+	[KFC_A_ADDR] = NLA_POLICY_MIN_LEN(sizeof(struct sockaddr_in)),
+	[KFC_A_NAME] = { .type = NLA_NUL_STRING, .len = KFC_NAME_MAX - 1 },
+	[KFC_A_PATH] = { .type = NLA_NUL_STRING, .len = PATH_MAX - 1 },
+};
+
+static struct genl_family kfc_genl;
+
+/* Domain and listener on @addr; under kfc_srv.lock. */
+static int kfc_srv_start(const struct sockaddr_storage *addr,
+			 struct netlink_ext_ack *extack)
+{
+	struct kverbs_domain_attr attr = {
+		.ops = &kfc_srv_dom_ops,
+		.msg = &kfc_srv_msg_ops,
+		.name = "kfcache_srv",
+		.node_id = 1,
+		.depth = KFC_DEPTH,
+		.max_msg = KFC_MAX_MSG,
+		.max_eps = 16,
+	};
+	struct kverbs_listener *l;
+	struct kverbs_domain *dom;
+
+	if (kfc_srv.dom) {
+		NL_SET_ERR_MSG(extack, "the server is running: stop it first");
+		return -EEXIST;
+	}
+	dom = kverbs_domain_create(&attr);
+	if (IS_ERR(dom)) {
+		NL_SET_ERR_MSG(extack, "could not create the kverbs domain");
+		return PTR_ERR(dom);
+	}
+	l = kverbs_listen(dom, (const struct sockaddr *)addr);
+	if (IS_ERR(l)) {
+		kverbs_domain_destroy(dom);
+		NL_SET_ERR_MSG(extack,
+			       "could not listen on that address (see the kernel log)");
+		return PTR_ERR(l);
+	}
+	kfc_srv.dom = dom;
+	kfc_srv.listener = l;
+	kfc_srv.addr = *addr;
+	return 0;
+}
+
+/* Listener first, so no client connects while the domain goes. */
+static void kfc_srv_stop(void)
+{
+	if (!kfc_srv.dom)
+		return;
+	kverbs_listener_destroy(kfc_srv.listener);
+	kverbs_domain_destroy(kfc_srv.dom);
+	kfc_srv.listener = NULL;
+	kfc_srv.dom = NULL;
+}
+
+static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr *a = info->attrs[KFC_A_ADDR];
+	struct sockaddr_storage ss = {};
+	int ret;
+
+	if (!a || nla_len(a) > sizeof(ss)) {
+		NL_SET_ERR_MSG(info->extack, "an address is required");
+		return -EINVAL;
+	}
+	memcpy(&ss, nla_data(a), nla_len(a));
+	if (!(ss.ss_family == AF_INET &&
+	      nla_len(a) == sizeof(struct sockaddr_in)) &&
+	    !(ss.ss_family == AF_INET6 &&
+	      nla_len(a) == sizeof(struct sockaddr_in6))) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a,
+				    "the address must be a sockaddr_in or sockaddr_in6");
+		return -EINVAL;
+	}
+	mutex_lock(&kfc_srv.lock);
+	ret = kfc_srv_start(&ss, info->extack);
+	mutex_unlock(&kfc_srv.lock);
+	return ret;
+}
+
+static int kfc_nl_stop(struct sk_buff *skb, struct genl_info *info)
+{
+	int ret = 0;
+
+	mutex_lock(&kfc_srv.lock);
+	if (!kfc_srv.dom) {
+		NL_SET_ERR_MSG(info->extack, "the server is not running");
+		ret = -ENOENT;
+	}
+	kfc_srv_stop();
+	mutex_unlock(&kfc_srv.lock);
+	return ret;
+}
+
+static struct kfc_export *kfc_export_find(const char *name)
+{
+	struct kfc_export *e;
+
+	list_for_each_entry(e, &kfc_srv.exports, node)
+		if (!strcmp(e->name, name))
+			return e;
+	return NULL;
+}
+
+static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
+{
+	struct nlattr **at = info->attrs;
+	struct kfc_export *e;
+	const char *name;
+	int ret;
+
+	if (!at[KFC_A_NAME] || !at[KFC_A_PATH]) {
+		NL_SET_ERR_MSG(info->extack, "a name and a path are required");
+		return -EINVAL;
+	}
+	name = nla_data(at[KFC_A_NAME]);
+	if (!*name || strchr(name, '/')) {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KFC_A_NAME],
+				    "an export's name is one non-empty path component");
+		return -EINVAL;
+	}
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return -ENOMEM;
+	strscpy(e->name, name, sizeof(e->name));
+	ret = kern_path(nla_data(at[KFC_A_PATH]), LOOKUP_FOLLOW |
+			LOOKUP_DIRECTORY, &e->root);
+	if (ret) {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KFC_A_PATH],
+				    "the path is not an existing directory");
+		kfree(e);
+		return ret;
+	}
+	mutex_lock(&kfc_srv.lock);
+	if (kfc_export_find(e->name)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KFC_A_NAME],
+				    "an export of that name exists");
+		ret = -EEXIST;
+	} else {
+		list_add_tail(&e->node, &kfc_srv.exports);
+	}
+	mutex_unlock(&kfc_srv.lock);
+	if (ret) {
+		path_put(&e->root);
+		kfree(e);
+	}
+	return ret;
+}
+
+static void kfc_export_free(struct kfc_export *e)
+{
+	list_del(&e->node);
+	path_put(&e->root);
+	kfree(e);
+}
+
+static int kfc_nl_unexport(struct sk_buff *skb, struct genl_info *info)
+{
+	struct kfc_export *e;
+
+	if (!info->attrs[KFC_A_NAME]) {
+		NL_SET_ERR_MSG(info->extack, "a name is required");
+		return -EINVAL;
+	}
+	mutex_lock(&kfc_srv.lock);
+	e = kfc_export_find(nla_data(info->attrs[KFC_A_NAME]));
+	if (e)
+		kfc_export_free(e);
+	mutex_unlock(&kfc_srv.lock);
+	if (!e) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KFC_A_NAME],
+				    "no export of that name");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/* Under kfc_srv.lock. */
+static int kfc_nl_fill(struct sk_buff *msg)
+{
+	struct kfc_export *e;
+	struct nlattr *nest;
+	char *buf;
+	int i;
+
+	if (nla_put_u8(msg, KFC_A_RUNNING, !!kfc_srv.dom))
+		return -EMSGSIZE;
+	if (kfc_srv.dom &&
+	    nla_put(msg, KFC_A_ADDR, kfc_srv.addr.ss_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
+		    &kfc_srv.addr))
+		return -EMSGSIZE;
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	list_for_each_entry(e, &kfc_srv.exports, node) {
+		char *p = d_path(&e->root, buf, PATH_MAX);
+
+		nest = nla_nest_start(msg, KFC_A_EXPORT);
+		if (!nest || nla_put_string(msg, KFC_A_NAME, e->name) ||
+		    nla_put_string(msg, KFC_A_PATH, IS_ERR(p) ? "?" : p)) {
+			kfree(buf);
+			return -EMSGSIZE;
+		}
+		nla_nest_end(msg, nest);
+	}
+	kfree(buf);
+	nest = nla_nest_start(msg, KFC_A_STATS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 1; i <= KFC_S_MAX; i++)
+		if (nla_put_u64_64bit(msg, i, atomic64_read(&kfc_srv.stats[i]),
+				      KFC_S_UNSPEC))
+			return -EMSGSIZE;
+	nla_nest_end(msg, nest);
+	return 0;
+}
+
+static int kfc_nl_get(struct sk_buff *skb, struct genl_info *info)
+{
+	struct sk_buff *msg;
+	void *hdr;
+	int ret;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &kfc_genl, 0, KFC_CMD_GET);
+	if (!hdr) {
+		nlmsg_free(msg);
+		return -EMSGSIZE;
+	}
+	mutex_lock(&kfc_srv.lock);
+	ret = kfc_nl_fill(msg);
+	mutex_unlock(&kfc_srv.lock);
+	if (ret) {
+		nlmsg_free(msg);
+		return ret;
+	}
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+}
+
+static const struct genl_small_ops kfc_genl_ops[] = {
+	{ .cmd = KFC_CMD_START, .doit = kfc_nl_start,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = KFC_CMD_STOP, .doit = kfc_nl_stop, .flags = GENL_ADMIN_PERM },
+	{ .cmd = KFC_CMD_EXPORT, .doit = kfc_nl_export,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = KFC_CMD_UNEXPORT, .doit = kfc_nl_unexport,
+	  .flags = GENL_ADMIN_PERM },
+	{ .cmd = KFC_CMD_GET, .doit = kfc_nl_get },
+};
+
+static struct genl_family kfc_genl = {
+	.name = KFC_GENL_NAME,
+	.version = KFC_GENL_VERSION,
+	.maxattr = KFC_A_MAX,
+	.policy = kfc_policy,
+	.parallel_ops = true,	/* kfc_srv.lock serialises */
+	.small_ops = kfc_genl_ops,
+	.n_small_ops = ARRAY_SIZE(kfc_genl_ops),
+	.resv_start_op = KFC_CMD_GET + 1,
+	.module = THIS_MODULE,
+};
+
+static int __init kfc_srv_init(void)
+{
+	return genl_register_family(&kfc_genl);
+}
+
+static void __exit kfc_srv_exit(void)
+{
+	struct kfc_export *e, *tmp;
+
+	genl_unregister_family(&kfc_genl);
+	mutex_lock(&kfc_srv.lock);
+	kfc_srv_stop();
+	list_for_each_entry_safe(e, tmp, &kfc_srv.exports, node)
+		kfc_export_free(e);
+	mutex_unlock(&kfc_srv.lock);
+}
+
+module_init(kfc_srv_init);
+module_exit(kfc_srv_exit);
+MODULE_DESCRIPTION("kfcache server: directories served read-only over RDMA");
+MODULE_LICENSE("GPL");
+KVERBS_IMPORT_NS();
