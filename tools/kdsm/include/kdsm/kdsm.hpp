@@ -20,9 +20,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace kvgenl {
+class socket;
+}
 
 namespace kdsm {
 
@@ -57,9 +62,8 @@ public:
 
 private:
     int request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply);
-    int fd_ = -1;
+    std::unique_ptr<kvgenl::socket> sock_;  // kvgenl: private to the library
     std::uint16_t family_ = 0;
-    std::uint32_t seq_ = 1;
     std::string last_ack_;  // the kernel's extended ack message
 };
 

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// kfcachectl: the operator's tool for the kfcache server (generic netlink
+// family "kfcache_srv").  Changes need CAP_NET_ADMIN.
+//
+//   kfcachectl start ADDRESS [--port PORT]
+//   kfcachectl export NAME PATH
+//   kfcachectl unexport NAME
+//   kfcachectl status [--stats]
+//   kfcachectl stop
+//
+// Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
+#include <kvgenl/kvgenl.hpp>
+#include <kverbs/kfcache.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+namespace {
+
+[[noreturn]] void usage()
+{
+    std::fprintf(stderr,
+                 "usage: kfcachectl start ADDRESS [--port PORT]\n"
+                 "       kfcachectl export NAME PATH\n"
+                 "       kfcachectl unexport NAME\n"
+                 "       kfcachectl status [--stats]\n"
+                 "       kfcachectl stop\n");
+    std::exit(2);
+}
+
+[[noreturn]] void fail(int err, const std::string &what, const std::string &ack)
+{
+    std::fprintf(stderr, "kfcachectl: %s: %s%s%s\n", what.c_str(), std::strerror(err),
+                 ack.empty() ? "" : ": ", ack.c_str());
+    std::exit(1);
+}
+
+const char *const stat_names[KFC_S_MAX + 1] = {
+    nullptr, "clients", "requests", "reads", "pages", "softirq", "deferred",
+    "malformed", "errors", "handles",
+};
+
+std::string addr_str(const std::uint8_t *p, std::size_t len)
+{
+    char buf[INET6_ADDRSTRLEN] = "?";
+    std::uint16_t port = 0;
+    if (len == sizeof(sockaddr_in)) {
+        sockaddr_in in;
+        std::memcpy(&in, p, sizeof(in));
+        inet_ntop(AF_INET, &in.sin_addr, buf, sizeof(buf));
+        port = ntohs(in.sin_port);
+    } else if (len == sizeof(sockaddr_in6)) {
+        sockaddr_in6 in6;
+        std::memcpy(&in6, p, sizeof(in6));
+        inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
+        port = ntohs(in6.sin6_port);
+    }
+    return std::string(buf) + " port " + std::to_string(port);
+}
+
+class ctl {
+public:
+    ctl()
+    {
+        const int err = sock_.resolve(KFC_GENL_NAME, &family_);
+        if (err)
+            fail(err, "generic netlink family " KFC_GENL_NAME,
+                 err == ENOENT ? "is kfcache_srv.ko loaded?" : "");
+    }
+    kvgenl::message msg(std::uint8_t cmd) { return kvgenl::message(family_, cmd, KFC_GENL_VERSION); }
+    void run(kvgenl::message &m, const char *what, std::vector<std::uint8_t> *reply = nullptr)
+    {
+        const int err = sock_.request(m.finish(), reply);
+        if (err)
+            fail(err, what, sock_.last_ack());
+    }
+
+private:
+    kvgenl::socket sock_;
+    std::uint16_t family_ = 0;
+};
+
+int status(bool stats)
+{
+    ctl c;
+    auto m = c.msg(KFC_CMD_GET);
+    std::vector<std::uint8_t> reply;
+    c.run(m, "status", &reply);
+    const auto all = kvgenl::parse_all(reply.data(), reply.size());
+    const auto a = kvgenl::parse(reply.data(), reply.size());
+    const bool running = kvgenl::attr<std::uint8_t>(a, KFC_A_RUNNING);
+    std::printf("server %s", running ? "running" : "stopped");
+    if (auto it = a.find(KFC_A_ADDR); running && it != a.end())
+        std::printf(" on %s", addr_str(it->second.first, it->second.second).c_str());
+    std::printf("\n");
+    for (const auto &[type, v] : all) {
+        if (type != KFC_A_EXPORT)
+            continue;
+        const auto e = kvgenl::parse(v.first, v.second);
+        std::printf("export %s %s\n", kvgenl::attr_str(e, KFC_A_NAME).c_str(),
+                    kvgenl::attr_str(e, KFC_A_PATH).c_str());
+    }
+    if (stats)
+        if (auto it = a.find(KFC_A_STATS); it != a.end())
+            for (const auto &[type, v] : kvgenl::parse_all(it->second.first, it->second.second))
+                if (type >= 1 && type <= KFC_S_MAX && v.second == 8) {
+                    std::uint64_t n;
+                    std::memcpy(&n, v.first, 8);
+                    std::printf("%s %llu\n", stat_names[type],
+                                static_cast<unsigned long long>(n));
+                }
+    return 0;
+}
+
+unsigned long number(const char *s)
+{
+    char *end;
+    errno = 0;
+    const unsigned long v = std::strtoul(s, &end, 0);
+    if (errno || !*s || *end)
+        usage();
+    return v;
+}
+
+}  // namespace
+
+int main(int argc, char **argv)
+try {
+    if (argc < 2)
+        usage();
+    const std::string cmd = argv[1];
+    if (cmd == "start") {
+        if (argc != 3 && !(argc == 5 && std::string(argv[3]) == "--port"))
+            usage();
+        const unsigned long port = argc == 5 ? number(argv[4]) : KFC_DEFAULT_PORT;
+        if (!port || port > 65535)
+            usage();
+        const auto sa = kvgenl::sockaddr_bytes(argv[2], static_cast<std::uint16_t>(port));
+        if (sa.empty())
+            fail(EINVAL, "start", std::string("not an IP address: ") + argv[2]);
+        ctl c;
+        auto m = c.msg(KFC_CMD_START);
+        m.put(KFC_A_ADDR, sa.data(), sa.size());
+        c.run(m, "start");
+    } else if (cmd == "stop" && argc == 2) {
+        ctl c;
+        auto m = c.msg(KFC_CMD_STOP);
+        c.run(m, "stop");
+    } else if (cmd == "export" && argc == 4) {
+        ctl c;
+        auto m = c.msg(KFC_CMD_EXPORT);
+        m.put_str(KFC_A_NAME, argv[2]);
+        m.put_str(KFC_A_PATH, argv[3]);
+        c.run(m, "export");
+    } else if (cmd == "unexport" && argc == 3) {
+        ctl c;
+        auto m = c.msg(KFC_CMD_UNEXPORT);
+        m.put_str(KFC_A_NAME, argv[2]);
+        c.run(m, "unexport");
+    } else if (cmd == "status" && (argc == 2 || (argc == 3 && std::string(argv[2]) == "--stats"))) {
+        return status(argc == 3);
+    } else {
+        usage();
+    }
+    return 0;
+} catch (const std::system_error &e) {
+    std::fprintf(stderr, "kfcachectl: %s\n", e.what());
+    return 1;
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// kvgenl: generic netlink by hand, for the control tools of kverbs'
+// samples (no libnl in the test guests).  A message builder, an attribute
+// parser and a socket that sends one request and collects its reply or
+// the kernel's error with its extended-ack text.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace kvgenl {
+
+// A generic netlink request under construction.
+class message {
+public:
+    message(std::uint16_t family, std::uint8_t cmd, std::uint8_t version,
+            std::uint16_t flags = 0);
+    void put(std::uint16_t type, const void *data, std::size_t len);
+    template <typename T> void put(std::uint16_t type, T v) { put(type, &v, sizeof(v)); }
+    void put_str(std::uint16_t type, const std::string &s) { put(type, s.c_str(), s.size() + 1); }
+    std::size_t begin_nest(std::uint16_t type);
+    void end_nest(std::size_t at);
+    std::vector<std::uint8_t> &finish();
+
+private:
+    std::vector<std::uint8_t> buf_;
+};
+
+// Attributes of one level: type -> (data, len)
+using attrs = std::map<std::uint16_t, std::pair<const std::uint8_t *, std::size_t>>;
+
+attrs parse(const std::uint8_t *p, std::size_t len);
+// Every attribute of one level in order, repeated types too.
+std::vector<std::pair<std::uint16_t, std::pair<const std::uint8_t *, std::size_t>>>
+parse_all(const std::uint8_t *p, std::size_t len);
+
+// A string attribute, bounded by its length whether or not it ends in NUL.
+std::string attr_str(const attrs &a, std::uint16_t type);
+
+template <typename T> T attr(const attrs &a, std::uint16_t type, T dflt = T{})
+{
+    auto it = a.find(type);
+    if (it == a.end() || it->second.second < sizeof(T))
+        return dflt;
+    T v;
+    std::memcpy(&v, it->second.first, sizeof(T));
+    return v;
+}
+
+// A sockaddr_in or sockaddr_in6 for @addr and @port; empty if @addr is
+// no IP address.
+std::vector<std::uint8_t> sockaddr_bytes(const std::string &addr, std::uint16_t port);
+
+// One NETLINK_GENERIC socket.
+class socket {
+public:
+    socket();  // throws std::system_error
+    ~socket();
+    socket(const socket &) = delete;
+    socket &operator=(const socket &) = delete;
+
+    // The id of generic netlink family @name: 0 and *id, or an errno.
+    int resolve(const char *name, std::uint16_t *id);
+    // Send @msg; collect the reply's attributes into @reply.  0 or the
+    // kernel's errno, with its extended ack in last_ack().
+    int request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply);
+    const std::string &last_ack() const { return last_ack_; }
+
+private:
+    int fd_ = -1;
+    std::uint32_t seq_ = 1;
+    std::string last_ack_;
+};
+
+}  // namespace kvgenl

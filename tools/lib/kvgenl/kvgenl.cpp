@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// kvgenl: generic netlink by hand (see kvgenl.hpp).
+#include <kvgenl/kvgenl.hpp>
+
+#include <arpa/inet.h>
+#include <linux/genetlink.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+namespace kvgenl {
+
+namespace {
+
+constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t(3); }
+
+}  // namespace
+
+message::message(std::uint16_t family, std::uint8_t cmd, std::uint8_t version,
+                 std::uint16_t flags)
+{
+    buf_.resize(NLMSG_HDRLEN + GENL_HDRLEN);
+    auto *h = reinterpret_cast<nlmsghdr *>(buf_.data());
+    h->nlmsg_type = family;
+    h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
+    auto *g = reinterpret_cast<genlmsghdr *>(buf_.data() + NLMSG_HDRLEN);
+    g->cmd = cmd;
+    g->version = version;
+}
+
+void message::put(std::uint16_t type, const void *data, std::size_t len)
+{
+    const std::size_t at = buf_.size();
+    buf_.resize(at + align4(NLA_HDRLEN + len));
+    auto *a = reinterpret_cast<nlattr *>(buf_.data() + at);
+    a->nla_type = type;
+    a->nla_len = static_cast<std::uint16_t>(NLA_HDRLEN + len);
+    if (len)
+        std::memcpy(buf_.data() + at + NLA_HDRLEN, data, len);
+}
+
+std::size_t message::begin_nest(std::uint16_t type)
+{
+    const std::size_t at = buf_.size();
+    put(type, nullptr, 0);
+    reinterpret_cast<nlattr *>(buf_.data() + at)->nla_type = type | NLA_F_NESTED;
+    return at;
+}
+
+void message::end_nest(std::size_t at)
+{
+    reinterpret_cast<nlattr *>(buf_.data() + at)->nla_len =
+        static_cast<std::uint16_t>(buf_.size() - at);
+}
+
+std::vector<std::uint8_t> &message::finish()
+{
+    reinterpret_cast<nlmsghdr *>(buf_.data())->nlmsg_len =
+        static_cast<std::uint32_t>(buf_.size());
+    return buf_;
+}
+
+std::vector<std::pair<std::uint16_t, std::pair<const std::uint8_t *, std::size_t>>>
+parse_all(const std::uint8_t *p, std::size_t len)
+{
+    std::vector<std::pair<std::uint16_t, std::pair<const std::uint8_t *, std::size_t>>> out;
+    while (len >= NLA_HDRLEN) {
+        const auto *a = reinterpret_cast<const nlattr *>(p);
+        if (a->nla_len < NLA_HDRLEN || a->nla_len > len)
+            break;
+        out.push_back({static_cast<std::uint16_t>(a->nla_type & NLA_TYPE_MASK),
+                       {p + NLA_HDRLEN, a->nla_len - NLA_HDRLEN}});
+        const std::size_t step = align4(a->nla_len);
+        if (step >= len)
+            break;
+        p += step;
+        len -= step;
+    }
+    return out;
+}
+
+attrs parse(const std::uint8_t *p, std::size_t len)
+{
+    attrs out;
+    for (const auto &[type, v] : parse_all(p, len))
+        out[type] = v;
+    return out;
+}
+
+std::string attr_str(const attrs &a, std::uint16_t type)
+{
+    auto it = a.find(type);
+    if (it == a.end())
+        return {};
+    const char *p = reinterpret_cast<const char *>(it->second.first);
+    return std::string(p, strnlen(p, it->second.second));
+}
+
+std::vector<std::uint8_t> sockaddr_bytes(const std::string &addr, std::uint16_t port)
+{
+    std::vector<std::uint8_t> out;
+    sockaddr_in in{};
+    sockaddr_in6 in6{};
+    if (inet_pton(AF_INET, addr.c_str(), &in.sin_addr) == 1) {
+        in.sin_family = AF_INET;
+        in.sin_port = htons(port);
+        out.resize(sizeof(in));
+        std::memcpy(out.data(), &in, sizeof(in));
+    } else if (inet_pton(AF_INET6, addr.c_str(), &in6.sin6_addr) == 1) {
+        in6.sin6_family = AF_INET6;
+        in6.sin6_port = htons(port);
+        out.resize(sizeof(in6));
+        std::memcpy(out.data(), &in6, sizeof(in6));
+    }
+    return out;
+}
+
+socket::socket()
+{
+    fd_ = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+    if (fd_ < 0)
+        throw std::system_error(errno, std::generic_category(), "netlink socket");
+    const int one = 1;  // the kernel's reason for a refusal
+    ::setsockopt(fd_, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof(one));
+}
+
+socket::~socket()
+{
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+int socket::resolve(const char *name, std::uint16_t *id)
+{
+    message m(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
+    m.put_str(CTRL_ATTR_FAMILY_NAME, name);
+    std::vector<std::uint8_t> reply;
+    const int err = request(m.finish(), &reply);
+    if (err)
+        return err;
+    *id = attr<std::uint16_t>(parse(reply.data(), reply.size()), CTRL_ATTR_FAMILY_ID);
+    return *id ? 0 : EPROTO;
+}
+
+int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)
+{
+    last_ack_.clear();
+    auto *h = reinterpret_cast<nlmsghdr *>(msg.data());
+    h->nlmsg_seq = seq_++;
+    sockaddr_nl sa{};
+    sa.nl_family = AF_NETLINK;
+    if (::sendto(fd_, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0)
+        return errno;
+    std::vector<std::uint8_t> buf(65536);
+    for (;;) {
+        // MSG_TRUNC: the real length, so a cut reply is an error
+        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
+        if (n < 0)
+            return errno;
+        if (static_cast<std::size_t>(n) > buf.size())
+            return EMSGSIZE;
+        std::size_t len = static_cast<std::size_t>(n);
+        // NLMSG_OK: the header and nlmsg_len both lie within @len
+        for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
+             r = NLMSG_NEXT(r, len)) {
+            if (r->nlmsg_seq != h->nlmsg_seq)
+                continue;
+            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
+            if (r->nlmsg_type == NLMSG_ERROR) {
+                if (payload < sizeof(nlmsgerr))
+                    return EPROTO;
+                const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(r));
+                if (e->error && (r->nlmsg_flags & NLM_F_ACK_TLVS)) {
+                    // the request echoed or capped, then the TLVs
+                    std::size_t off = sizeof(*e);
+                    if (!(r->nlmsg_flags & NLM_F_CAPPED) && e->msg.nlmsg_len >= NLMSG_HDRLEN)
+                        off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+                    if (off <= payload) {
+                        const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
+                        last_ack_ = attr_str(parse(p, payload - off), NLMSGERR_ATTR_MSG);
+                    }
+                }
+                return -e->error;
+            }
+            if (reply) {
+                if (payload < GENL_HDRLEN)
+                    return EPROTO;
+                const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
+                reply->assign(p, p + (payload - GENL_HDRLEN));
+            }
+        }
+    }
+}
+
+}  // namespace kvgenl
