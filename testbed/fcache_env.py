@@ -20,14 +20,26 @@ into the base image that boots every suite:
 - smoke(kernel): two guests, server with a disk, client mounting over RDMA
   and over TCP; md5sum and a short fio run on each.
   `python3 -m testbed.fcache_env_check [6.1 6.12]` runs it.
+
+Typical use (one overlay for every node; each node loads its own sets):
+
+    img = make_disk(workdir / "srv.img", src_dir, size_mb=256)
+    ovl, mods = overlay(kernel, workdir / "overlay.cpio.gz", files)
+    with Cluster(kernel, 2, workdir, ovl, mem_mb=768,
+                 disks=[img, None]) as c:
+        srv, cli = c.nodes
+        load_modules(srv, mods["disk"] + mods["server"])
+        load_modules(cli, mods["client"])
+        mount_disk(srv, "/export")
+        nfs_server_start(srv, "/export")
+        nfs_mount(cli, srv.ip, "/export", "/mnt", "rdma")
 """
 import hashlib
 import lzma
 import os
+import random
 import re
 import shutil
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,8 +59,9 @@ GUEST_MODDIR = "/kvlab/fcache/modules"
 NFS_SERVER_TOOLS = ["/usr/sbin/rpc.nfsd", "/usr/sbin/exportfs",
                     "/usr/sbin/rpc.mountd"]
 MOUNT_NFS = "/sbin/mount.nfs"
-# libtirpc reads /etc/netconfig for its transports (rpc.mountd, mount.nfs)
-NFS_CONFIG = ["/etc/netconfig"]
+# libtirpc reads /etc/netconfig for its transports (rpc.mountd, mount.nfs);
+# mount.nfs looks proto=tcp up in /etc/protocols (netbase)
+NFS_CONFIG = ["/etc/netconfig", "/etc/protocols"]
 RDMA_PORT = 20049
 NFS_VERS = "4.2"
 # The benchmark reads only: a read-only export is the default.
@@ -353,7 +366,7 @@ test -e /proc/fs/nfsd/portlist
           "cat /tmp/mountd.log; sleep 0.5; pidof rpc.mountd || exit 1; "
           "exit $rc", "see the output above")
     _step(node, "starting rpc.nfsd",
-          f"rpc.nfsd --debug -N 3 -N 4.0 -N 4.1 -V 4.2 -U {threads} 2>&1",
+          f"rpc.nfsd --debug -p 2049 -N 3 -N 4.0 -N 4.1 -V 4.2 -U {threads} 2>&1",
           "see the output above and the guest's dmesg")
     _step(node, "adding the RDMA listener",
           f"echo rdma {RDMA_PORT} > /proc/fs/nfsd/portlist",
@@ -371,7 +384,8 @@ test -e /proc/fs/nfsd/portlist
 def nfs_mount(node, server_ip, export, mnt, transport="rdma", opts=""):
     """Mount @server_ip:@export on @mnt of @node with NFSv4.2 over
     @transport ("rdma": proto=rdma,port=20049; "tcp").  @opts: more mount
-    options (comma-separated).  Needs the "client" module set loaded."""
+    options (comma-separated).  Needs the "client" module set loaded.
+    Return the mount's line of /proc/mounts (its options as granted)."""
     if transport == "rdma":
         o = f"vers={NFS_VERS},proto=rdma,port={RDMA_PORT}"
     elif transport == "tcp":
@@ -381,12 +395,17 @@ def nfs_mount(node, server_ip, export, mnt, transport="rdma", opts=""):
                            "use 'rdma' or 'tcp'")
     if opts:
         o += "," + opts
-    _step(node, f"mounting {server_ip}:{export} over {transport}",
-          f"mkdir -p {mnt} && /sbin/mount.nfs4 {server_ip}:{export} {mnt} "
-          f"-v -o {o} 2>&1 && grep ' {mnt} ' /proc/mounts",
-          "is the server started (nfs_server_start) and are the client "
-          "modules (nfs, nfsv4, rpcrdma) loaded? see both guests' dmesg",
-          timeout=180)
+    out = _step(node, f"mounting {server_ip}:{export} over {transport}",
+                f"mkdir -p {mnt} && /sbin/mount.nfs4 {server_ip}:{export} "
+                f"{mnt} -o {o} 2>&1 && grep ' {mnt} ' /proc/mounts",
+                "is the server started (nfs_server_start) and are the "
+                "client modules (nfs, nfsv4, rpcrdma) loaded? see both "
+                "guests' dmesg", timeout=180)
+    line = out.strip().splitlines()[-1] if out.strip() else ""
+    if f"proto={transport}" not in line:
+        raise HarnessError(f"{node.name}: {mnt} is mounted, but not with "
+                           f"proto={transport}: {line}")
+    return line
 
 
 def nfs_umount(node, mnt):
@@ -413,7 +432,7 @@ def drop_caches(node):
 def _fill(src, mib):
     """Deterministic test data: a small tree and one @mib MiB file."""
     src.mkdir(parents=True)
-    rnd = __import__("random").Random(1)
+    rnd = random.Random(1)
     (src / "big.bin").write_bytes(rnd.randbytes(mib << 20))
     (src / "sub").mkdir()
     for i in range(8):
@@ -429,10 +448,13 @@ def _fio_summary(out):
             if m else "no fio summary")
 
 
-def smoke(kernel, workdir=None, mem_mb=768, big_mib=16):
+def smoke(kernel, workdir=None, mem_mb=768, big_mib=16,
+          transports=("rdma", "tcp")):
     """Boot 2 guests: node0 NFS server of an ext4 disk, node1 client.
-    Over RDMA and TCP: mount, md5sum of a file (cold), fio randread 4k
-    psync for 5 s.  Return {step: seconds or text}."""
+    For each of @transports in turn (repeats allowed): mount, md5sum of
+    a file (both guests' caches dropped), again (warm), fio randread 4k
+    psync (client cache dropped), umount.  Return {step: seconds or
+    text}."""
     from .cluster import Cluster
     from .common import build_dir
     workdir = Path(workdir or build_dir() / "testbed" /
@@ -467,9 +489,10 @@ def smoke(kernel, workdir=None, mem_mb=768, big_mib=16):
         timed("server: mount disk", mount_disk, srv, "/export")
         t["server state"] = timed("server: start nfsd", nfs_server_start,
                                   srv, "/export")
-        for tr in ("rdma", "tcp"):
-            timed(f"{tr}: mount", nfs_mount, cli, srv.ip, "/export",
-                  "/mnt", tr)
+        for i, proto in enumerate(transports):
+            tr = f"{i + 1}.{proto}" if len(transports) > 2 else proto
+            t[f"{tr}: mounted"] = timed(f"{tr}: mount", nfs_mount, cli,
+                                        srv.ip, "/export", "/mnt", proto)
             drop_caches(srv)
             drop_caches(cli)
             r = timed(f"{tr}: md5sum {big_mib} MiB cold", cli.run_checked,

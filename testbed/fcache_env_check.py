@@ -15,7 +15,9 @@ def main(argv):
     for series in argv or ["6.12", "6.1"]:
         k = kernels.resolve(series)
         try:
-            t = fcache_env.smoke(k)
+            # both orders: the first transport mounted meets colder caches
+            t = fcache_env.smoke(k, transports=("rdma", "tcp", "tcp",
+                                                "rdma"))
         except HarnessError as e:
             print(f"== {k.abi}: FAILED\n{e}", flush=True)
             ok = False
