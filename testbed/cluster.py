@@ -216,9 +216,13 @@ class BootPanic(HarnessError):
 class Cluster:
     def __init__(self, kernel, nodes=2, workdir=None, overlay=None,
                  boot_timeout=120, port_base=None, mem_mb=512, smp=1,
-                 append="", machine=None):
+                 append="", machine=None, disks=None):
         if nodes < 2:
             raise HarnessError(f"a cluster needs at least 2 nodes, not {nodes}")
+        if disks is not None and len(disks) != nodes:
+            raise HarnessError(f"disks names {len(disks)} images for "
+                               f"{nodes} nodes", "give one path (or None) "
+                               "per node")
         self.kernel = kernel
         self.n = nodes
         self.workdir = Path(workdir)
@@ -227,6 +231,9 @@ class Cluster:
         self.port_base = port_base
         self.mem_mb, self.smp, self.append = mem_mb, smp, append
         self.machine = machine
+        # one raw image (or None) per node, the guest's /dev/vda
+        # (testbed/fcache_env.py make_disk); O_DIRECT on the host file
+        self.disks = disks
         self.nodes = []
         self.sockdir = None
         self.switch = None
@@ -339,6 +346,9 @@ class Cluster:
                    "-netdev", netdevs[i],
                    "-device", f"virtio-net-pci,netdev=n0,"
                    f"mac=52:54:00:77:00:{i:02x}"]
+            if self.disks and self.disks[i]:
+                cmd += ["-drive", f"file={self.disks[i]},if=virtio,"
+                        "format=raw,cache=none"]
             (self.workdir / f"{node.name}.qemu-cmd").write_text(
                 " ".join(cmd) + "\n")
             node.proc = spawn(cmd, stdin=subprocess.DEVNULL,

@@ -24,6 +24,8 @@ PACKAGES = [
     "ninja-build", "pkg-config", "libgtest-dev", "libgmock-dev",
     "libbenchmark-dev", "libibverbs-dev", "librdmacm-dev", "python3",
     "linux-source-6.1",
+    # testbed/fcache_env.py: guest disks, NFS server and client, fio
+    "e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase", "fio",
 ]
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")
