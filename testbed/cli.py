@@ -19,7 +19,8 @@ SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
           "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
           "kvmem-6.1", "kvmem-6.12", "kvmem-debug", "kdsm-6.1",
-          "kdsm-6.12", "kdsm-debug", "kdsm8"]
+          "kdsm-6.12", "kdsm-debug", "kdsm8", "kfcache-6.1", "kfcache-6.12",
+          "kfcache-debug"]
 # Not in a plain `./kvlab test` (CI's time budget): named with --suite.
 OPT_IN_SUITES = []
 
@@ -66,7 +67,7 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"(?:integration|kvmem|smp|kdsm)-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kvmem|smp|kdsm|kfcache)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if {"cluster4", "kdsm8"} & set(chosen):
@@ -74,7 +75,7 @@ def cmd_test(args):
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
                                                       "cluster", "kvmem",
-                                                      "kdsm"))]
+                                                      "kdsm", "kfcache"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
             suites.meson_build()
@@ -115,6 +116,13 @@ def cmd_test(args):
         elif s.startswith("kdsm-"):
             from . import suite_kdsm
             suites.run_suite(res, s, suite_kdsm.suite_kdsm,
+                             kern[s.split("-", 1)[1]], s)
+        elif s == "kfcache-debug":
+            from . import suite_kfcache
+            suites.run_suite(res, s, suite_kfcache.suite_kfcache_debug)
+        elif s.startswith("kfcache-"):
+            from . import suite_kfcache
+            suites.run_suite(res, s, suite_kfcache.suite_kfcache,
                              kern[s.split("-", 1)[1]], s)
         elif s.startswith("kvmem-"):
             from . import suite_kvmem
@@ -203,7 +211,7 @@ def main(argv=None):
     p.add_argument("--kernel", action="append", default=None)
     p = sub.add_parser("bench", help="side-by-side benchmarks in guests")
     p.add_argument("which", choices=["rtt", "protect", "dsm-defer",
-                                        "dsm-fault", "dsm-apps"])
+                                        "dsm-fault", "dsm-apps", "fcache"])
     p.add_argument("--kernel", default=None,
                    help="6.1 or 6.12 (default: the benchmark's own, else 6.1)")
     p.add_argument("--quick", action="store_true",

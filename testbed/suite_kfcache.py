@@ -1,0 +1,341 @@
+"""kfcache in guests: the file-page cache sample across two Debian guests
+over rxe.  Node 0 runs kfcache_srv and exports the generated tree
+(testbed/fcache_tree.py) twice: from an ext4 disk (pages read from disk
+take the deferred path) and from tmpfs (every page cached: the softirq
+path).  Node 1 mounts both with `mount -t kfcache` and checks, with
+ordinary tools:
+- every file's md5 against the host's manifest, directory listings, links;
+- close-to-open coherence: a file changed, replaced or truncated on the
+  server is seen fresh by the next open, never stale;
+- bad input: unknown exports and bad sources refused, names and offsets
+  past the end, links out of the export resolved on the client only;
+- the server unloaded mid-read, then its guest killed mid-read: the
+  reader gets an error within a bound, the mount unmounts.
+`kfcache-debug` runs the same on the debug kernel (KASAN, lockdep,
+kmemleak) with the tmpfs export only."""
+import re
+import shutil
+
+from .common import HarnessError, build_dir
+from . import fcache_env, fcache_tree, initramfs, kbuild
+
+MODS = ("kverbs.ko", "kfcache_srv.ko", "kfcache.ko")
+BINS = ("tools/kfcache/kfcachectl",)
+CTL = "/kvlab/bin/kfcachectl"
+TREE = "/kvlab/fcache/tree"          # in the overlay: tmpfs in the guest
+# a reader's error after its server vanished: RC retries (~4 s) plus the
+# disconnect; generous for TCG
+FAIL_BOUND_S = 40
+
+
+def _files(mods):
+    from . import suites
+    files = {f"/kvlab/modules/{m}": mods[m] for m in MODS}
+    for b in BINS:
+        initramfs.add_binary(files, suites.meson_build() / b)
+    return files
+
+
+def _prepare(workdir, kernel=None, mods=None, disk=True):
+    """The tree, its ext4 image (if @disk) and the overlay; return
+    (manifest, disk image or None, overlay, distro module sets)."""
+    tree = workdir / "tree"
+    shutil.rmtree(tree, ignore_errors=True)
+    man = fcache_tree.make_tree(tree)
+    files = _files(mods)
+    for p in sorted(tree.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            files[f"{TREE}/{p.relative_to(tree)}"] = p
+    img = None
+    if disk:
+        img = fcache_env.make_disk(workdir / "node0.img", tree, size_mb=96)
+        ovl, sets = fcache_env.overlay(kernel, workdir / "overlay.cpio.gz",
+                                       files, sets=("disk",), nfs=False,
+                                       fio=False)
+    else:
+        ovl, sets = initramfs.build_overlay(files, workdir /
+                                            "overlay.cpio.gz"), {}
+    return man, img, ovl, sets
+
+
+def _guest_tree_setup(srv, tree):
+    """The overlay's tree has no links (its files are copied, holes as
+    zeros): add them in the guest, as make_tree() made them."""
+    srv.run_checked(
+        f"cd {tree} && ln -sf sizes/page+1 link-in && "
+        "ln -sf ../../../etc/passwd link-out && ln -sf /etc/passwd link-abs",
+        timeout=60)
+
+
+def insmod(node, names):
+    return node.run(" && ".join(f"insmod /kvlab/modules/{m}"
+                                for m in names), timeout=120)
+
+
+def suite_kfcache(res, kernel, name):
+    from .cluster import Cluster
+    from .suites import _fresh_workdir
+    workdir = _fresh_workdir(name)
+    mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi,
+                        tests=True)
+    man, img, ovl, sets = _prepare(workdir, kernel, mods)
+    try:
+        with Cluster(kernel, nodes=2, workdir=workdir, overlay=ovl,
+                     mem_mb=768, boot_timeout=300, disks=[img, None]) as c:
+            srv, cli = c.nodes
+            fcache_env.load_modules(srv, sets["disk"])
+            fcache_env.mount_disk(srv, "/export", ro=False)
+            kfcache_checks(res, name, c, man, disk=True)
+        res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "guest run", False, e)
+
+
+def suite_kfcache_debug(res):
+    from .suites import _debug_cluster, kmemleak_report
+    name = "kfcache-debug"
+    try:
+        c = _debug_cluster(name, MODS, BINS)
+        # the tree goes into the same overlay: rebuild it with the files
+        man, _, ovl, _ = _prepare(c.workdir, mods=_debug_mods(), disk=False)
+        c.overlay = ovl
+        with c:
+            kfcache_checks(res, name, c, man, disk=False, kill=False)
+            leaks = kmemleak_report(c.nodes[1])
+            res.check(name, "kmemleak (two scans) finds nothing on the "
+                      "client", not leaks, leaks[-3000:])
+        res.add(name, "guest consoles clean (KASAN, lockdep, ...)", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
+
+
+def _debug_mods():
+    from . import kunit
+    kk = kunit.kernel("debug")
+    return kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
+                        kunit=True)
+
+
+def _start_server(srv, disk):
+    srv.run_checked(f"{CTL} start {srv.ip} && {CTL} export tree {TREE}" +
+                    (f" && {CTL} export disk /export" if disk else ""),
+                    timeout=60)
+
+
+def kfcache_checks(res, suite, c, man, disk=True, kill=True):
+    srv, cli = c.nodes
+    for n in (srv, cli):
+        r = insmod(n, MODS)
+        if not res.check(suite, f"{n.name}: modules load", r.rc == 0, r.out):
+            return
+    _guest_tree_setup(srv, TREE)
+    _refusals(res, suite, srv, cli)
+    _start_server(srv, disk)
+    exports = [("tree", "/mnt/tree")] + ([("disk", "/mnt/disk")]
+                                         if disk else [])
+    for exp, mnt in exports:
+        r = cli.run(f"mkdir -p {mnt} && mount -t kfcache {srv.ip}:/{exp} "
+                    f"{mnt}", timeout=60)
+        if not res.check(suite, f"mount -t kfcache {exp}", r.rc == 0, r.out):
+            return
+    _correctness(res, suite, srv, cli, "/mnt/tree", man, "tmpfs")
+    if disk:
+        srv.run_checked("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=60)
+        _correctness(res, suite, srv, cli, "/mnt/disk", man,
+                     "ext4, server cache cold")
+        _deferred(res, suite, srv)
+    _coherence(res, suite, srv, cli, f"{TREE}", "/mnt/tree")
+    _bad_input(res, suite, srv, cli, "/mnt/tree")
+    _unload_mid_read(res, suite, srv, cli, [m for _, m in exports], disk)
+    if kill:
+        _kill_mid_read(res, suite, c, srv, cli)
+    r = cli.run("rmmod kfcache kfcache_srv && rmmod kverbs; echo rc=$?; "
+                "cat /sys/module/kverbs/refcnt; ls /sys/kernel/debug/kverbs/; "
+                "cat /sys/kernel/debug/kverbs/*/endpoints "
+                "2>/dev/null | head -40", timeout=120)
+    res.check(suite, "client: kfcache and kverbs unload after the mounts "
+              "went", "rc=0" in r.out, r.out)
+
+
+def _refusals(res, suite, srv, cli):
+    r = srv.run(f"{CTL} export x /nonexistent; echo rc=$?; "
+                f"{CTL} export 'a/b' /tmp; echo rc=$?; "
+                f"{CTL} stop; echo rc=$?", timeout=60)
+    res.check(suite, "kfcachectl: a missing path, a name with '/' and stop "
+              "when not running are refused with the reason",
+              r.out.count("rc=1") == 3 and "not an existing directory" in
+              r.out and "one non-empty path component" in r.out and
+              "not running" in r.out, r.out)
+    r = cli.run(f"mkdir -p /mnt/x; mount -t kfcache {srv.ip}:/tree /mnt/x; "
+                "echo rc=$?; mount -t kfcache nohost:/tree /mnt/x; "
+                "echo rc=$?; mount -t kfcache 10.99.0.1 /mnt/x; echo rc=$?; "
+                "dmesg | grep -i kfcache | tail -5", timeout=120)
+    res.check(suite, "mount: no server listening, a bad address and a "
+              "source without :/ fail cleanly",
+              r.out.count("rc=0") == 0 and r.out.count("rc=") == 3, r.out)
+
+
+def _md5_all(cli, mnt):
+    r = cli.run(f"cd {mnt} && find . -type f | sort | "
+                "while read -r f; do md5sum \"$f\"; done", timeout=600)
+    return fcache_tree.parse_md5sum(r.out), r.out
+
+
+def _correctness(res, suite, srv, cli, mnt, want, what):
+    got, out = _md5_all(cli, mnt)
+    bad = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+    res.check(suite, f"{what}: md5 of every file ({len(want)}) equals the "
+              "host's", not bad,
+              f"{len(bad)} differ: {bad[:10]}\n{out[-1500:]}")
+    r = cli.run(f"cd {mnt} && ls -la sizes | wc -l && readlink link-in && "
+                "cat link-in | md5sum && ls -d l0/l1/l2/l3/l4/l5/l6/l7/l8/"
+                "l9/l10/l11 && cat 'name with spaces ü.txt' && "
+                "find small -type f | wc -l && stat -c '%s' sizes/odd",
+                timeout=120)
+    odd = 3 * fcache_tree.BATCH + 777
+    res.check(suite, f"{what}: listings, a relative link inside, a deep "
+              "path, an odd name, sizes",
+              r.rc == 0 and "sizes/page+1" in r.out and
+              want["sizes/page+1"] in r.out and "odd name" in r.out and
+              re.search(rf"^{odd}$", r.out, re.M) is not None, r.out)
+
+
+def _stats(node):
+    out = node.run(f"{CTL} status --stats", timeout=30).out
+    return {k: int(v) for k, v in re.findall(r"^(\w+) (\d+)$", out, re.M)}
+
+
+def _deferred(res, suite, srv):
+    st = _stats(srv)
+    res.check(suite, "server: pages read from disk were served from "
+              "process context (deferred), cached ones in softirq",
+              st.get("deferred", 0) > 0 and st.get("softirq", 0) > 0, st)
+
+
+def _coherence(res, suite, srv, cli, sdir, mnt):
+    f = f"{mnt}/coherence.txt"
+    r1 = cli.run(f"cat {f}", timeout=30).out
+    srv.run_checked(f"echo 'version 2, longer' > {sdir}/coherence.txt",
+                    timeout=30)
+    r2 = cli.run(f"cat {f}", timeout=30).out
+    res.check(suite, "close-to-open: a file changed on the server reads "
+              "fresh at the next open", "version 1" in r1 and
+              "version 2, longer" in r2, f"before: {r1}\nafter: {r2}")
+    # replaced by rename under an open reader: the reader keeps the object
+    # it opened, the next open gets the new one
+    srv.run_checked(f"echo old-object > {sdir}/replace.txt", timeout=30)
+    r = cli.run(f"cat {mnt}/replace.txt; exec 3< {mnt}/replace.txt; "
+                f"echo ready", timeout=30)
+    srv.run_checked(f"echo new-object > {sdir}/replace.new && "
+                    f"mv {sdir}/replace.new {sdir}/replace.txt", timeout=30)
+    r2 = cli.run(f"cat {mnt}/replace.txt", timeout=30)
+    res.check(suite, "a file replaced by rename on the server: the next "
+              "open reads the new object",
+              "old-object" in r.out and r2.out.strip() == "new-object",
+              f"{r.out}\n{r2.out}")
+    # truncated: the next open sees the new size; nothing from before the
+    # truncation comes back
+    srv.run_checked(f"dd if=/dev/urandom of={sdir}/trunc.bin bs=4096 "
+                    "count=64 2>/dev/null", timeout=60)
+    cli.run(f"md5sum {mnt}/trunc.bin", timeout=60)
+    srv.run_checked(f"dd if=/dev/urandom of={sdir}/trunc.bin bs=1000 "
+                    "count=3 conv=notrunc 2>/dev/null && "
+                    f"truncate -s 3000 {sdir}/trunc.bin", timeout=60)
+    s = srv.run(f"md5sum < {sdir}/trunc.bin", timeout=30).out.split()[0]
+    r = cli.run(f"md5sum < {mnt}/trunc.bin; stat -c %s {mnt}/trunc.bin",
+                timeout=60)
+    res.check(suite, "a file truncated and rewritten on the server: the "
+              "next open sees its bytes and size, none of the old pages",
+              r.out.split()[:3] == [s, "-", "3000"],
+              f"server md5 {s}\n{r.out}")
+    # a reader racing a truncation on the server: short or failed reads,
+    # never bytes that are not the file's
+    srv.run_checked(f"dd if=/dev/zero of={sdir}/race.bin bs=1M count=4 "
+                    "2>/dev/null", timeout=60)
+    cli.run(f"(for i in 1 2 3 4 5; do dd if={mnt}/race.bin of=/tmp/race.out "
+            "bs=64k 2>/dev/null; done; echo done) > /tmp/race.log 2>&1 &",
+            timeout=30)
+    srv.run_checked(f"for i in 1 2 3 4 5; do truncate -s 100000 "
+                    f"{sdir}/race.bin; dd if=/dev/zero of={sdir}/race.bin "
+                    "bs=1M count=4 2>/dev/null; done", timeout=120)
+    r = cli.run("for i in $(seq 120); do grep -q done /tmp/race.log && "
+                "break; sleep 0.5; done; cat /tmp/race.log; "
+                "tr -d '\\000' < /tmp/race.out | wc -c", timeout=120)
+    res.check(suite, "a reader racing truncations on the server finishes "
+              "and reads only zeros (the file's only bytes)",
+              "done" in r.out and r.out.split()[-1] == "0", r.out)
+
+
+def _bad_input(res, suite, srv, cli, mnt):
+    r = cli.run(f"cd {mnt}; cat ../tree/../tree/sizes/one | wc -c; "
+                "ls .. >/dev/null; echo up=$?; "
+                "readlink link-out; cat link-out 2>&1 | head -1 | wc -c; "
+                "cat nosuch 2>&1; echo rc=$?; "
+                f"ls {'x' * 300} 2>&1; echo rc=$?", timeout=60)
+    res.check(suite, "names: '..' stays on the client, links out of the "
+              "export are the client's own paths, a missing name is "
+              "ENOENT, a too-long one ENAMETOOLONG",
+              "../../../etc/passwd" in r.out and
+              "No such file" in r.out and "too long" in r.out.lower(), r.out)
+    size = 8 << 20
+    r = cli.run(f"cd {mnt}; dd if=big.bin bs=4096 skip={size // 4096} "
+                "count=4 2>/dev/null | wc -c; "
+                "dd if=big.bin bs=4096 skip=1000000000 count=1 2>/dev/null "
+                "| wc -c; dd if=big.bin bs=1 skip=$(( (1 << 62) )) count=1 "
+                "2>&1 | tail -1; echo rc=$?; "
+                f"dd if=big.bin bs=4096 skip={size // 4096 - 1} count=4 "
+                "2>/dev/null | wc -c", timeout=60)
+    lines = r.out.split("\n")
+    res.check(suite, "offsets at, far past and beyond the largest file "
+              "size read nothing or fail cleanly; the last page reads whole",
+              lines[0].strip() == "0" and lines[1].strip() == "0" and
+              "4096" in lines[-2], r.out)
+    # the server's counters saw no malformed request in all of this
+    st = _stats(srv)
+    res.check(suite, "server: no malformed request counted so far, "
+              "handles held", st.get("malformed", -1) == 0 and
+              st.get("handles", 0) > 0, st)
+
+
+def _unload_mid_read(res, suite, srv, cli, mnts, disk):
+    srv.run("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=60)
+    cli.run(f"(md5sum {mnts[-1]}/big.bin; echo rc=$?) > /tmp/unload.log "
+            "2>&1 &", timeout=30)
+    r = srv.run(f"sleep 1; rmmod kfcache_srv; echo rmmod=$?", timeout=120)
+    w = cli.run(f"for i in $(seq {FAIL_BOUND_S * 2}); do grep -q rc= "
+                "/tmp/unload.log && break; sleep 0.5; done; "
+                "cat /tmp/unload.log; cat /mnt/tree/sizes/one >/dev/null; "
+                "echo after=$?", timeout=FAIL_BOUND_S + 60)
+    res.check(suite, "rmmod kfcache_srv under a reader: the reader ends "
+              f"within {FAIL_BOUND_S} s (data or an error), later reads "
+              "fail with an error", "rmmod=0" in r.out and "rc=" in w.out and
+              "after=1" in w.out, f"{r.out}\n{w.out}")
+    u = cli.run("for m in " + " ".join(mnts) + "; do umount $m; "
+                "echo umount=$?; done", timeout=120)
+    res.check(suite, "the dead mounts unmount", u.out.count("umount=0") ==
+              len(mnts), u.out)
+    r = srv.run(f"insmod /kvlab/modules/kfcache_srv.ko && "
+                f"{CTL} start {srv.ip} && {CTL} export tree {TREE}" +
+                (f" && {CTL} export disk /export" if disk else ""),
+                timeout=60)
+    m = cli.run(f"mount -t kfcache {srv.ip}:/tree /mnt/tree && "
+                "md5sum /mnt/tree/sizes/odd", timeout=60)
+    res.check(suite, "the server comes back; a new mount reads", r.rc == 0
+              and m.rc == 0, f"{r.out}\n{m.out}")
+
+
+def _kill_mid_read(res, suite, c, srv, cli):
+    r = cli.run("umount /mnt/tree; mount -t kfcache -o timeout=5000 "
+                f"{srv.ip}:/tree /mnt/tree", timeout=60)
+    if not res.check(suite, "remount with -o timeout=5000", r.rc == 0, r.out):
+        return
+    cli.run("(md5sum /mnt/tree/big.bin; for i in $(seq 20); do "
+            "cat /mnt/tree/small/d0*/* > /dev/null || break; sleep 0.2; "
+            "done; echo rc=$?) > /tmp/kill.log 2>&1 &", timeout=60)
+    srv.kill()
+    w = cli.run(f"for i in $(seq {FAIL_BOUND_S * 2}); do grep -q rc= "
+                "/tmp/kill.log && break; sleep 0.5; done; cat /tmp/kill.log; "
+                "umount /mnt/tree; echo umount=$?", timeout=FAIL_BOUND_S + 60)
+    res.check(suite, "the server's guest killed under a reader: the reader "
+              f"ends within {FAIL_BOUND_S} s, the mount unmounts",
+              "rc=" in w.out and "umount=0" in w.out, w.out)
