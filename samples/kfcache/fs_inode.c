@@ -275,8 +275,10 @@ struct kfc_dir_pos {
 
 static int kfc_dir_open(struct inode *inode, struct file *file)
 {
-	file->private_data = kzalloc(sizeof(struct kfc_dir_pos), GFP_KERNEL);
-	return file->private_data ? 0 : -ENOMEM;
+	struct kfc_dir_pos *dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+
+	file->private_data = dp;
+	return dp ? 0 : -ENOMEM;
 }
 
 static int kfc_dir_release(struct inode *inode, struct file *file)

@@ -164,12 +164,10 @@ static void kfc_readahead(struct readahead_control *ractl)
 				more = false;
 				break;
 			}
+			/* a readahead's folios are consecutive */
 			if (!r->n)
 				r->index = folio->index;
 			r->folio[r->n++] = folio;
-			if (readahead_count(ractl) &&
-			    readahead_index(ractl) != folio->index + 1)
-				break;
 		}
 		if (!r->n) {
 			kfree(r);

@@ -230,7 +230,7 @@ int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call)
 	long left;
 
 	left = wait_for_completion_killable_timeout(&call->done,
-				msecs_to_jiffies(s->timeout_ms));
+						    msecs_to_jiffies(s->timeout_ms));
 	if (left <= 0) {
 		if (xa_erase_bh(&s->calls, call->tag)) {
 			if (!left)

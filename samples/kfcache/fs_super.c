@@ -33,11 +33,11 @@ struct kfc_fs_params {
 	unsigned int timeout_ms;
 };
 
-enum { Opt_port, Opt_timeout };
+enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT };
 
 static const struct fs_parameter_spec kfc_fs_params_spec[] = {
-	fsparam_u32("port", Opt_port),
-	fsparam_u32("timeout", Opt_timeout),
+	fsparam_u32("port", KFC_OPT_PORT),
+	fsparam_u32("timeout", KFC_OPT_TIMEOUT),
 	{}
 };
 
@@ -51,12 +51,12 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	if (opt < 0)
 		return opt;
 	switch (opt) {
-	case Opt_port:
+	case KFC_OPT_PORT:
 		if (!result.uint_32 || result.uint_32 > 65535)
 			return invalfc(fc, "port must be 1..65535");
 		p->port = result.uint_32;
 		break;
-	case Opt_timeout:
+	case KFC_OPT_TIMEOUT:
 		if (result.uint_32 < 100 || result.uint_32 > 600000)
 			return invalfc(fc, "timeout must be 100..600000 ms");
 		p->timeout_ms = result.uint_32;

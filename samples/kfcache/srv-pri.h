@@ -32,7 +32,7 @@ struct kfc_export {
  * start/stop and export changes; @exports is read under it by MOUNT.
  */
 struct kfc_srv {
-	struct mutex lock;
+	struct mutex lock;		/* see above */
 	struct list_head exports;
 	struct kverbs_domain *dom;
 	struct kverbs_listener *listener;

@@ -34,6 +34,7 @@ enum {
 	KFC_A_PAD,
 	__KFC_A_MAX,
 };
+
 #define KFC_A_MAX (__KFC_A_MAX - 1)
 
 /* Counters in KFC_A_STATS, each a u64 attribute of this type. */
@@ -50,6 +51,7 @@ enum {
 	KFC_S_HANDLES,		/* open handles now */
 	__KFC_S_MAX,
 };
+
 #define KFC_S_MAX (__KFC_S_MAX - 1)
 
 #endif /* _UAPI_KVERBS_KFCACHE_H */
