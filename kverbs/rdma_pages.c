@@ -75,12 +75,12 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_write_pages, KVERBS_NS);
  * when it completes.  A message sent after the write on the same endpoint
  * arrives after the pages are visible to the peer (RC ordering).
  *
- * Context: any; may sleep unless KVERBS_NOWAIT or inside a kverbs
- * callback (see KVERBS_NOWAIT).
+ * Context: process, may sleep; softirq (not hard interrupt) with
+ * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT).
  * Return: 0 when posted (then @done runs exactly once); -EINVAL (no pages,
- * too many, @remote too short or its reserved field set), -ENOMEM,
- * -ENODEV (no device), -EIO (a page failed to map), -EAGAIN, -EINTR,
- * -ENOTCONN or the endpoint's error, or a provider error.
+ * too many, @remote too short or its reserved field set), -ENOMEM, -EIO
+ * (a page failed to map), -EAGAIN, -EINTR, -ENOTCONN or the endpoint's
+ * error, or a provider error.
  */
 int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 			    unsigned int npages,
@@ -99,16 +99,20 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 	if (!npages || npages > READ_ONCE(ep->max_sge_pages) ||
 	    remote->reserved || remote->len < (u64)npages << PAGE_SHIFT)
 		return -EINVAL;
-	/*
-	 * A slot first: it proves the endpoint connected.  Its QP, and the
-	 * device our mappings are made on, go only after the QP is drained,
-	 * which flushes this write if it got posted (ep.c).
-	 */
 	op = kverbs_op_get(ep, flags);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
-	ibdev = READ_ONCE(ep->qp) ? ep->qp->device : NULL;
-	ret = -ENOTCONN;
+	/*
+	 * The device, read while the endpoint is connected: the QP goes
+	 * only after the endpoint left CONNECTED and was drained, and
+	 * kverbs_op_post() refuses a post after that; the device outlives
+	 * its endpoints, so the mappings can be undone whatever happens.
+	 */
+	spin_lock_bh(&ep->lock);
+	ibdev = ep->state == KVERBS_EP_CONNECTED && ep->qp ?
+		ep->qp->device : NULL;
+	spin_unlock_bh(&ep->lock);
+	ret = ep->error ?: -ENOTCONN;
 	if (!ibdev)
 		goto out_put;
 	ret = -ENOMEM;

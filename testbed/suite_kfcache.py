@@ -139,11 +139,18 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
         if not res.check(suite, f"mount -t kfcache {exp}", r.rc == 0, r.out):
             return
     _correctness(res, suite, srv, cli, "/mnt/tree", man, "tmpfs")
+    _tmpfs_hole(res, suite, srv, cli)
     if disk:
         srv.run_checked("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=60)
         _correctness(res, suite, srv, cli, "/mnt/disk", man,
                      "ext4, server cache cold")
         _deferred(res, suite, srv)
+    _readahead(res, suite, srv, cli, exports[-1][1])
+    r = cli.run("mount -o remount,rw /mnt/tree; grep ' /mnt/tree ' "
+                "/proc/mounts; touch /mnt/tree/new 2>&1; echo rc=$?",
+                timeout=60)
+    res.check(suite, "a remount asking for rw stays read-only",
+              " ro," in r.out and "rc=1" in r.out, r.out)
     _coherence(res, suite, srv, cli, f"{TREE}", "/mnt/tree")
     _bad_input(res, suite, srv, cli, "/mnt/tree")
     _unload_mid_read(res, suite, srv, cli, [m for _, m in exports], disk)
@@ -198,6 +205,33 @@ def _correctness(res, suite, srv, cli, mnt, want, what):
               r.rc == 0 and "sizes/page+1" in r.out and
               want["sizes/page+1"] in r.out and "odd name" in r.out and
               re.search(rf"^{odd}$", r.out, re.M) is not None, r.out)
+
+
+def _tmpfs_hole(res, suite, srv, cli):
+    """A hole of a tmpfs file, never in the server's page cache: tmpfs has
+    no ->read_folio, the server reads it through shmem."""
+    srv.run_checked(f"dd if=/dev/urandom of={TREE}/hole.bin bs=4096 count=1 "
+                    "seek=300 2>/dev/null && echo 3 > /proc/sys/vm/drop_caches",
+                    timeout=60)
+    s = srv.run(f"md5sum < {TREE}/hole.bin", timeout=30).out.split()[:1]
+    r = cli.run("md5sum < /mnt/tree/hole.bin", timeout=60)
+    res.check(suite, "a tmpfs file with a hole reads as on the server",
+              r.rc == 0 and r.out.split()[:1] == s, f"server {s}\n{r.out}")
+
+
+def _readahead(res, suite, srv, cli, mnt):
+    """A sequential read goes in READs of many pages (readahead), not one
+    page per READ (read_folio)."""
+    before = _stats(srv)
+    cli.run("echo 3 > /proc/sys/vm/drop_caches", timeout=60)
+    r = cli.run(f"dd if={mnt}/big.bin of=/dev/null bs=1M 2>&1", timeout=300)
+    after = _stats(srv)
+    reads = after.get("reads", 0) - before.get("reads", 0)
+    pages = after.get("pages", 0) - before.get("pages", 0)
+    res.check(suite, "a sequential read of 8 MiB: readahead sends 8 pages "
+              "or more per READ on average",
+              r.rc == 0 and reads and pages >= 8 * reads,
+              f"{reads} READs, {pages} pages\n{r.out}")
 
 
 def _stats(node):

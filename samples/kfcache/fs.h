@@ -36,7 +36,14 @@ struct kfc_sb {
 	unsigned int timeout_ms;
 	struct sockaddr_storage addr;
 	char export[KFC_NAME_MAX];
+	u32 next_tag;
 	atomic64_t malformed;
+	atomic64_t late;		/* answers to abandoned requests */
+	atomic64_t forget_dropped;	/* FORGETs without a send buffer */
+	/* flow control: pages of READs in flight, at most @inflight_max */
+	atomic_t inflight;
+	unsigned int inflight_max;
+	wait_queue_head_t inflight_wait;
 };
 
 static inline struct kfc_sb *KFC_SB(struct super_block *sb)
@@ -90,7 +97,7 @@ extern const struct kvmsg_ops kfc_fs_msg_ops;
 extern const struct kverbs_domain_ops kfc_fs_dom_ops;
 int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
 		   u64 handle, void *req, u32 len, void *reply, u32 max);
-int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call);
+int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable);
 int kfc_call(struct kfc_sb *s, u8 op, u64 handle, void *req, u32 len,
 	     void *reply, u32 max);
 void kfc_forget(struct kfc_sb *s, u64 handle, u64 count);

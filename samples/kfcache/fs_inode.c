@@ -104,6 +104,26 @@ static int kfc_iget_set(struct inode *inode, void *data)
 	return 0;
 }
 
+/*
+ * A LOOKUP reply named @handle for @inode: one more lookup to give back,
+ * or, for another handle of the same object (a hard link's other name),
+ * given back at once.  @nlookup under i_lock: lookups and revalidations
+ * of one inode run concurrently.
+ */
+static void kfc_count_lookup(struct inode *inode, u64 handle)
+{
+	struct kfc_inode *ki = KFC_I(inode);
+	bool same;
+
+	spin_lock(&inode->i_lock);
+	same = handle == ki->handle;
+	if (same)
+		ki->nlookup++;
+	spin_unlock(&inode->i_lock);
+	if (!same)
+		kfc_forget(KFC_SB(inode->i_sb), handle, 1);
+}
+
 /**
  * kfc_iget - the inode of the object @a describes, counting one lookup
  * @sb: mount
@@ -130,10 +150,7 @@ struct inode *kfc_iget(struct super_block *sb, const struct kfc_attr *a)
 	}
 	ki = KFC_I(inode);
 	if (!(inode->i_state & I_NEW)) {
-		if (handle == ki->handle)
-			ki->nlookup++;
-		else
-			kfc_forget(KFC_SB(sb), handle, 1);
+		kfc_count_lookup(inode, handle);
 		ret = kfc_refresh(inode, a);
 		if (ret == -ESTALE) {
 			iput(inode);
@@ -225,10 +242,7 @@ static int kfc_d_revalidate(struct dentry *dentry, unsigned int flags)
 	if (ret == -ENOENT || ret == -ESTALE) {
 		ret = 0;
 	} else if (!ret) {
-		if (be64_to_cpu(r->attr.handle) == KFC_I(inode)->handle)
-			KFC_I(inode)->nlookup++;
-		else
-			kfc_forget(s, be64_to_cpu(r->attr.handle), 1);
+		kfc_count_lookup(inode, be64_to_cpu(r->attr.handle));
 		ret = kfc_refresh(inode, &r->attr);
 		ret = ret == -ESTALE ? 0 : ret ?: 1;
 	}

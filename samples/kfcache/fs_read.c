@@ -31,8 +31,35 @@ struct kfc_read {
 	pgoff_t index;
 	unsigned int n;
 	int ret;
+	bool budget;		/* holds n pages of the mount's budget */
 	struct folio *folio[KFC_READ_MAX_PAGES];
 };
+
+/*
+ * Flow control: the pages of READs in flight on a mount are bounded
+ * (mount option inflight, in pages).  RoCE assumes a lossless link and
+ * has no congestion control: on a lossy one (rxe over an emulated NIC, a
+ * switch without PFC) a burst larger than the receiver's queues is
+ * dropped, go-back-N resends all of it, and the connection dies of
+ * retries.  A READ may always go alone, so one larger than the budget
+ * still makes progress.
+ */
+static bool kfc_inflight_tryget(struct kfc_sb *s, unsigned int n)
+{
+	int cur = atomic_read(&s->inflight);
+
+	do {
+		if (cur && cur + n > s->inflight_max)
+			return false;
+	} while (!atomic_try_cmpxchg(&s->inflight, &cur, cur + n));
+	return true;
+}
+
+static void kfc_inflight_put(struct kfc_sb *s, unsigned int n)
+{
+	atomic_sub(n, &s->inflight);
+	wake_up(&s->inflight_wait);
+}
 
 /* Register @rd's pages for the server and send the READ. */
 static int kfc_read_start(struct inode *inode, struct kfc_read *rd)
@@ -87,9 +114,11 @@ static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
 	loff_t size;
 
 	if (started)
-		rd->ret = kfc_call_wait(s, &rd->call);
+		rd->ret = kfc_call_wait(s, &rd->call, false);
 	if (rd->region)
 		kverbs_region_destroy(rd->region);
+	if (rd->budget)
+		kfc_inflight_put(s, rd->n);
 	if (!rd->ret) {
 		pages = be32_to_cpu(rd->reply.pages);
 		size = be64_to_cpu(rd->reply.attr.size);
@@ -134,6 +163,9 @@ static int kfc_read_folio(struct file *file, struct folio *folio)
 	rd->index = folio->index;
 	rd->n = 1;
 	rd->folio[0] = folio;
+	wait_event(KFC_SB(inode->i_sb)->inflight_wait,
+		   kfc_inflight_tryget(KFC_SB(inode->i_sb), 1));
+	rd->budget = true;
 	rd->ret = kfc_read_start(inode, rd);
 	kfc_read_finish(inode, rd, !rd->ret);
 	ret = rd->ret;
@@ -141,30 +173,39 @@ static int kfc_read_folio(struct file *file, struct folio *folio)
 	return ret;
 }
 
-/* A readahead's READs in flight at once */
+/* At most this many READs of one readahead in flight (fs.h's budget first) */
 #define KFC_READ_INFLIGHT	8
 
+/* Finish @rd[0], the oldest READ in flight, and shift the rest down. */
+static void kfc_readahead_retire(struct inode *inode, struct kfc_read **rd,
+				 unsigned int *nr)
+{
+	kfc_read_finish(inode, rd[0], true);
+	kfree(rd[0]);
+	memmove(rd, rd + 1, --*nr * sizeof(*rd));
+}
+
+/*
+ * A sliding window of READs: each new one waits for budget by retiring
+ * the oldest of ours, so a readahead never waits on pages it holds.
+ */
 static void kfc_readahead(struct readahead_control *ractl)
 {
 	struct inode *inode = ractl->mapping->host;
+	struct kfc_sb *s = KFC_SB(inode->i_sb);
 	struct kfc_read *rd[KFC_READ_INFLIGHT];
 	struct folio *folio;
-	unsigned int i, nr = 0;
-	bool more = true;
+	unsigned int nr = 0;
 
-	while (more) {
+	for (;;) {
 		struct kfc_read *r = kzalloc(sizeof(*r), GFP_KERNEL);
 
 		/* without memory, read_folio fetches the rest one by one */
 		if (!r)
 			break;
-		while (r->n < KFC_READ_MAX_PAGES) {
-			folio = readahead_folio(ractl);
-			if (!folio) {
-				more = false;
-				break;
-			}
-			/* a readahead's folios are consecutive */
+		/* a readahead's folios are consecutive */
+		while (r->n < KFC_READ_MAX_PAGES &&
+		       (folio = readahead_folio(ractl))) {
 			if (!r->n)
 				r->index = folio->index;
 			r->folio[r->n++] = folio;
@@ -173,6 +214,13 @@ static void kfc_readahead(struct readahead_control *ractl)
 			kfree(r);
 			break;
 		}
+		while (nr == KFC_READ_INFLIGHT ||
+		       (nr && !kfc_inflight_tryget(s, r->n)))
+			kfc_readahead_retire(inode, rd, &nr);
+		if (!nr)
+			wait_event(s->inflight_wait,
+				   kfc_inflight_tryget(s, r->n));
+		r->budget = true;
 		r->ret = kfc_read_start(inode, r);
 		if (r->ret) {
 			kfc_read_finish(inode, r, false);
@@ -180,18 +228,9 @@ static void kfc_readahead(struct readahead_control *ractl)
 			continue;
 		}
 		rd[nr++] = r;
-		if (nr == KFC_READ_INFLIGHT || !more) {
-			for (i = 0; i < nr; i++) {
-				kfc_read_finish(inode, rd[i], true);
-				kfree(rd[i]);
-			}
-			nr = 0;
-		}
 	}
-	for (i = 0; i < nr; i++) {
-		kfc_read_finish(inode, rd[i], true);
-		kfree(rd[i]);
-	}
+	while (nr)
+		kfc_readahead_retire(inode, rd, &nr);
 }
 
 const struct address_space_operations kfc_aops = {

@@ -31,7 +31,8 @@ static void kfc_fail_calls(struct kfc_sb *s)
 	xa_lock_bh(&s->calls);
 	xa_for_each(&s->calls, tag, call) {
 		__xa_erase(&s->calls, tag);
-		kfc_call_complete(call, -EIO, 0);
+		if (!xa_is_value(call))
+			kfc_call_complete(call, -EIO, 0);
 	}
 	xa_unlock_bh(&s->calls);
 }
@@ -48,7 +49,7 @@ static int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
 		const struct kfc_dirent *e = (const void *)p;
 		const char *name = (const char *)(e + 1);
 
-		if (end - p < sizeof(*e) || !e->len ||
+		if (end - p < sizeof(*e) || !e->len || e->type > DT_WHT ||
 		    end - p < KFC_DIRENT_SIZE(e->len) ||
 		    e->reserved[0] || e->reserved[1] || e->reserved[2] ||
 		    memchr(name, '/', e->len) || memchr(name, '\0', e->len) ||
@@ -58,6 +59,21 @@ static int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
 		p += KFC_DIRENT_SIZE(e->len);
 	}
 	return p == end ? 0 : -EPROTO;
+}
+
+/* An object's attributes: a handle, a known type, nothing reserved set. */
+static int kfc_check_attr(const struct kfc_attr *a)
+{
+	u32 mode = be32_to_cpu(a->mode);
+
+	if (!a->handle || a->reserved || (mode & ~(S_IFMT | 07777)))
+		return -EPROTO;
+	switch (mode & S_IFMT) {
+	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
+	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		return 0;
+	}
+	return -EPROTO;
 }
 
 /* A reply's length and fields for the op its call sent. */
@@ -71,7 +87,7 @@ static int kfc_check_reply(const struct kfc_call *call, const void *msg,
 
 	if (h->op != (call->op | KFC_REPLY) || len > call->max)
 		return -EPROTO;
-	if (status > 0 || status < -MAX_ERRNO)
+	if (status > 0 || status < -MAX_ERRNO || status <= -ERESTARTSYS)
 		return -EPROTO;
 	if (status && len == sizeof(*h))
 		return 0;
@@ -79,14 +95,15 @@ static int kfc_check_reply(const struct kfc_call *call, const void *msg,
 	case KFC_MOUNT:
 	case KFC_LOOKUP:
 	case KFC_GETATTR:
-		return !status && len == sizeof(struct kfc_attr_reply) ?
-		       0 : -EPROTO;
+		if (status || len != sizeof(struct kfc_attr_reply))
+			return -EPROTO;
+		return kfc_check_attr(&((const struct kfc_attr_reply *)msg)->attr);
 	case KFC_READ:
 		if (len != sizeof(*rd) || rd->reserved ||
 		    be32_to_cpu(rd->pages) > KFC_READ_MAX_PAGES ||
 		    (status && rd->pages))
 			return -EPROTO;
-		return 0;
+		return status ? 0 : kfc_check_attr(&rd->attr);
 	case KFC_READDIR:
 		if (status || len < sizeof(struct kfc_readdir_reply))
 			return -EPROTO;
@@ -117,6 +134,11 @@ static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	call = xa_erase_bh(&s->calls, be32_to_cpu(h->tag));
 	if (!call)
 		goto malformed;
+	/* the answer to a request its caller gave up on: dropped */
+	if (xa_is_value(call)) {
+		atomic64_inc(&s->late);
+		return 0;
+	}
 	ret = kfc_check_reply(call, h, len);
 	if (ret) {
 		kfc_call_complete(call, -EIO, 0);
@@ -190,9 +212,9 @@ int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
 	buf = kvmsg_reserve(s->ep, len, 0);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf) == -EINTR ? -EINTR : -EIO;
-	ret = xa_alloc_bh(&s->calls, &call->tag, call, xa_limit_31b,
-			  GFP_KERNEL);
-	if (ret) {
+	ret = xa_alloc_cyclic_bh(&s->calls, &call->tag, call, xa_limit_31b,
+				 &s->next_tag, GFP_KERNEL);
+	if (ret < 0) {
 		kvmsg_unreserve(buf);
 		return ret;
 	}
@@ -216,29 +238,36 @@ int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
  * kfc_call_wait - wait for the answer to a started request
  * @s: mount
  * @call: as kfc_call_start() left it
+ * @killable: a fatal signal ends the wait
  *
- * Bounded by the mount's timeout; a fatal signal ends the wait too.  A
- * request given up on here is erased, so a late answer closes the
- * connection as one to no request.
+ * Bounded by the mount's timeout, and with @killable by a fatal signal
+ * too.  A request given up on leaves a tombstone under its tag until its
+ * answer comes (dropped then) or the connection goes, so the tag is not
+ * reused meanwhile.  A READ waits unkillably: giving it up revokes the
+ * grant under the server's write, which costs the connection.
  *
  * Context: process; sleeps.
  * Return: the server's status (0 or -errno, the reply in @call->reply),
  * -EIO (no valid answer, or none in time), or -EINTR.
  */
-int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call)
+int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable)
 {
+	unsigned long t = msecs_to_jiffies(s->timeout_ms);
 	long left;
 
-	left = wait_for_completion_killable_timeout(&call->done,
-						    msecs_to_jiffies(s->timeout_ms));
+	left = killable ? wait_for_completion_killable_timeout(&call->done, t) :
+	       (long)wait_for_completion_timeout(&call->done, t);
 	if (left <= 0) {
-		if (xa_erase_bh(&s->calls, call->tag)) {
+		void *old = xa_cmpxchg_bh(&s->calls, call->tag, call,
+					  xa_mk_value(0), GFP_KERNEL);
+
+		if (old == call) {
 			if (!left)
 				pr_warn_ratelimited("kfcache: %pISp did not answer in %u ms\n",
 						    &s->addr, s->timeout_ms);
 			return left ? -EINTR : -EIO;
 		}
-		/* answered meanwhile: its completion is on its way */
+		/* answered or failed meanwhile: its completion is on its way */
 		wait_for_completion(&call->done);
 	}
 	if (call->status)
@@ -266,7 +295,7 @@ int kfc_call(struct kfc_sb *s, u8 op, u64 handle, void *req, u32 len,
 	int ret;
 
 	ret = kfc_call_start(s, &call, op, handle, req, len, reply, max);
-	return ret ?: kfc_call_wait(s, &call);
+	return ret ?: kfc_call_wait(s, &call, true);
 }
 
 /**
@@ -306,10 +335,11 @@ int kfc_name_call(struct kfc_sb *s, u8 op, u64 handle, const char *name,
  * @handle: object
  * @count: lookups, at least 1
  *
- * No answer is awaited; on a dead or closing mount nothing is sent (the
- * server drops a connection's handles with it).
+ * No answer is awaited, and no send buffer either: eviction may run in
+ * reclaim.  Without one, or on a dead or closing mount, nothing is sent;
+ * the server drops a connection's handles with it.
  *
- * Context: process; may sleep for a send buffer.
+ * Context: process; does not sleep.
  */
 void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
 {
@@ -318,9 +348,11 @@ void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
 
 	if (READ_ONCE(s->dead) || READ_ONCE(s->closing) || !count)
 		return;
-	buf = kvmsg_reserve(s->ep, sizeof(*rq), 0);
-	if (IS_ERR(buf))
+	buf = kvmsg_reserve(s->ep, sizeof(*rq), KVERBS_NOWAIT);
+	if (IS_ERR(buf)) {
+		atomic64_inc(&s->forget_dropped);
 		return;
+	}
 	rq = kvmsg_buf_data(buf);
 	memset(rq, 0, sizeof(*rq));
 	rq->hdr.op = KFC_FORGET;

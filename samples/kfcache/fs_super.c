@@ -31,15 +31,24 @@ struct kfc_fs_params {
 	char export[KFC_NAME_MAX];
 	u16 port;
 	unsigned int timeout_ms;
+	unsigned int inflight;
 };
 
-enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT };
+enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT };
 
 static const struct fs_parameter_spec kfc_fs_params_spec[] = {
 	fsparam_u32("port", KFC_OPT_PORT),
 	fsparam_u32("timeout", KFC_OPT_TIMEOUT),
+	fsparam_u32("inflight", KFC_OPT_INFLIGHT),
 	{}
 };
+
+/*
+ * Pages of READs in flight per mount (fs_read.c): 64 pages, 256 KB, two
+ * READs of the largest size, one landing while the next is registered.
+ * Bursts of 512 KB already overflow the testbed's emulated link.
+ */
+#define KFC_INFLIGHT_DEFAULT	(2 * KFC_READ_MAX_PAGES)
 
 static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 {
@@ -60,6 +69,12 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		if (result.uint_32 < 100 || result.uint_32 > 600000)
 			return invalfc(fc, "timeout must be 100..600000 ms");
 		p->timeout_ms = result.uint_32;
+		break;
+	case KFC_OPT_INFLIGHT:
+		if (!result.uint_32 || result.uint_32 > 8 * KFC_READ_MAX_PAGES)
+			return invalfc(fc, "inflight must be 1..%d pages",
+				       8 * KFC_READ_MAX_PAGES);
+		p->inflight = result.uint_32;
 		break;
 	}
 	return 0;
@@ -131,9 +146,9 @@ static int kfc_show_options(struct seq_file *m, struct dentry *root)
 {
 	struct kfc_sb *s = KFC_SB(root->d_sb);
 
-	seq_printf(m, ",port=%u,timeout=%u",
+	seq_printf(m, ",port=%u,timeout=%u,inflight=%u",
 		   ntohs(((struct sockaddr_in *)&s->addr)->sin_port),
-		   s->timeout_ms);
+		   s->timeout_ms, s->inflight_max);
 	return 0;
 }
 
@@ -207,6 +222,8 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	((struct sockaddr_in *)&s->addr)->sin_port = htons(p->port);
 	strscpy(s->export, p->export, sizeof(s->export));
 	s->timeout_ms = p->timeout_ms;
+	s->inflight_max = p->inflight;
+	init_waitqueue_head(&s->inflight_wait);
 	xa_init_flags(&s->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	sb->s_fs_info = s;
 	sb->s_flags |= SB_RDONLY | SB_NOSEC;
@@ -263,9 +280,18 @@ static void kfc_free_fc(struct fs_context *fc)
 	kfree(fc->fs_private);
 }
 
+/* Options are fixed at mount; read-only stays read-only. */
+static int kfc_reconfigure(struct fs_context *fc)
+{
+	sync_filesystem(fc->root->d_sb);
+	fc->sb_flags |= SB_RDONLY;
+	return 0;
+}
+
 static const struct fs_context_operations kfc_context_ops = {
 	.parse_param = kfc_parse_param,
 	.get_tree = kfc_get_tree,
+	.reconfigure = kfc_reconfigure,
 	.free = kfc_free_fc,
 };
 
@@ -277,6 +303,7 @@ static int kfc_init_fs_context(struct fs_context *fc)
 		return -ENOMEM;
 	p->port = KFC_DEFAULT_PORT;
 	p->timeout_ms = 30000;
+	p->inflight = KFC_INFLIGHT_DEFAULT;
 	fc->fs_private = p;
 	fc->ops = &kfc_context_ops;
 	return 0;

@@ -67,15 +67,29 @@ static int kfc_srv_start(const struct sockaddr_storage *addr,
 	return 0;
 }
 
-/* Listener first, so no client connects while the domain goes. */
-static void kfc_srv_stop(void)
+/*
+ * Detach the server under kfc_srv.lock; kfc_srv_destroy() it after the
+ * lock is dropped: destroying the domain waits for deferred handlers, and
+ * a deferred MOUNT takes kfc_srv.lock.
+ */
+static struct kverbs_domain *kfc_srv_detach(struct kverbs_listener **l)
 {
-	if (!kfc_srv.dom)
-		return;
-	kverbs_listener_destroy(kfc_srv.listener);
-	kverbs_domain_destroy(kfc_srv.dom);
+	struct kverbs_domain *dom = kfc_srv.dom;
+
+	*l = kfc_srv.listener;
 	kfc_srv.listener = NULL;
 	kfc_srv.dom = NULL;
+	return dom;
+}
+
+/* Listener first, so no client connects while the domain goes. */
+static void kfc_srv_destroy(struct kverbs_domain *dom,
+			    struct kverbs_listener *l)
+{
+	if (!dom)
+		return;
+	kverbs_listener_destroy(l);
+	kverbs_domain_destroy(dom);
 }
 
 static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
@@ -105,16 +119,18 @@ static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
 
 static int kfc_nl_stop(struct sk_buff *skb, struct genl_info *info)
 {
-	int ret = 0;
+	struct kverbs_listener *l;
+	struct kverbs_domain *dom;
 
 	mutex_lock(&kfc_srv.lock);
-	if (!kfc_srv.dom) {
-		NL_SET_ERR_MSG(info->extack, "the server is not running");
-		ret = -ENOENT;
-	}
-	kfc_srv_stop();
+	dom = kfc_srv_detach(&l);
 	mutex_unlock(&kfc_srv.lock);
-	return ret;
+	if (!dom) {
+		NL_SET_ERR_MSG(info->extack, "the server is not running");
+		return -ENOENT;
+	}
+	kfc_srv_destroy(dom, l);
+	return 0;
 }
 
 static struct kfc_export *kfc_export_find(const char *name)
@@ -136,6 +152,11 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 
 	if (!at[KFC_A_NAME] || !at[KFC_A_PATH]) {
 		NL_SET_ERR_MSG(info->extack, "a name and a path are required");
+		return -EINVAL;
+	}
+	if (*(char *)nla_data(at[KFC_A_PATH]) != '/') {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KFC_A_PATH],
+				    "the path must be absolute");
 		return -EINVAL;
 	}
 	name = nla_data(at[KFC_A_NAME]);
@@ -285,7 +306,7 @@ static struct genl_family kfc_genl = {
 	.parallel_ops = true,	/* kfc_srv.lock serialises */
 	.small_ops = kfc_genl_ops,
 	.n_small_ops = ARRAY_SIZE(kfc_genl_ops),
-	.resv_start_op = KFC_CMD_GET + 1,
+	.resv_start_op = 0,	/* a new family: every command strict */
 	.module = THIS_MODULE,
 };
 
@@ -297,13 +318,16 @@ static int __init kfc_srv_init(void)
 static void __exit kfc_srv_exit(void)
 {
 	struct kfc_export *e, *tmp;
+	struct kverbs_listener *l;
+	struct kverbs_domain *dom;
 
 	genl_unregister_family(&kfc_genl);
 	mutex_lock(&kfc_srv.lock);
-	kfc_srv_stop();
+	dom = kfc_srv_detach(&l);
+	mutex_unlock(&kfc_srv.lock);
+	kfc_srv_destroy(dom, l);
 	list_for_each_entry_safe(e, tmp, &kfc_srv.exports, node)
 		kfc_export_free(e);
-	mutex_unlock(&kfc_srv.lock);
 }
 
 module_init(kfc_srv_init);

@@ -20,6 +20,8 @@
 #include <linux/pagemap.h>
 #include <linux/slab.h>
 #include <linux/iversion.h>
+#include <linux/shmem_fs.h>
+#include <uapi/linux/magic.h>
 
 #include "srv-pri.h"
 
@@ -246,7 +248,7 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 	struct kfc_readdir_reply *r;
 	struct kvmsg_buf *buf;
 	loff_t pos = be64_to_cpu(rq->cookie);
-	int ret;
+	loff_t ret;
 
 	if (!dir->file || !d_is_dir(dir->path.dentry))
 		return kfc_srv_status(c, &rq->hdr, -ENOTDIR);
@@ -264,6 +266,9 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 		d.ctx.pos = pos;
 		ret = iterate_dir(dir->file, &d.ctx);
 	}
+	/* a reply that could not carry even one entry would never advance */
+	if (!ret && d.full && !d.count)
+		ret = -ENAMETOOLONG;
 	if (ret < 0) {
 		kfc_srv_hdr(&r->hdr, &rq->hdr, ret);
 		kvmsg_send(buf, sizeof(r->hdr), 0, NULL);
@@ -288,9 +293,9 @@ static int kfc_srv_readlink(struct kfc_conn *c, struct kfc_handle *h,
 	const char *target;
 	size_t n;
 
-	if (!S_ISLNK(inode->i_mode) || !inode->i_op->get_link)
+	if (!S_ISLNK(inode->i_mode))
 		return kfc_srv_status(c, rq, -EINVAL);
-	target = inode->i_op->get_link(h->path.dentry, inode, &done);
+	target = vfs_get_link(h->path.dentry, &done);
 	if (IS_ERR(target))
 		return kfc_srv_status(c, rq, PTR_ERR(target));
 	n = strnlen(target, PATH_MAX);
@@ -327,9 +332,19 @@ static struct folio *kfc_srv_folio(struct file *file, pgoff_t index,
 		folio_put(folio);
 		folio = NULL;
 	}
-	if (!folio && may_sleep)
-		folio = read_mapping_folio(file->f_mapping, index, file);
-	return folio;
+	if (folio || !may_sleep)
+		return folio;
+	if (file->f_mapping->a_ops->read_folio)
+		return read_mapping_folio(file->f_mapping, index, file);
+	/* tmpfs reads through shmem, a hole included; nothing else can */
+	if (file_inode(file)->i_sb->s_magic == TMPFS_MAGIC) {
+		struct page *page = shmem_read_mapping_page_gfp(file->f_mapping,
+								index,
+								GFP_KERNEL);
+
+		return IS_ERR(page) ? ERR_CAST(page) : page_folio(page);
+	}
+	return ERR_PTR(-EOPNOTSUPP);
 }
 
 /*
@@ -363,15 +378,22 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	if (index > (MAX_LFS_FILESIZE >> PAGE_SHIFT) - npages)
 		return kfc_srv_status(c, &rq->hdr, -EFBIG);
 	inode = file_inode(h->file);
-	size = i_size_read(inode);
+	buf = kfc_srv_reserve(c, sizeof(*r));
+	if (IS_ERR(buf))
+		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
+	r = kvmsg_buf_data(buf);
+	/*
+	 * The attributes before the pages: a change after this point makes
+	 * the client's next look differ from what it cached, never the
+	 * other way round (old bytes under a new version).
+	 */
+	kfc_srv_fill_attr(&r->attr, be64_to_cpu(rq->hdr.handle), inode);
+	size = be64_to_cpu(r->attr.size);
 	n = 0;
 	if (index < DIV_ROUND_UP_ULL(size, PAGE_SIZE))
 		n = min_t(u64, npages,
 			  DIV_ROUND_UP_ULL(size, PAGE_SIZE) - index);
 
-	buf = kfc_srv_reserve(c, sizeof(*r));
-	if (IS_ERR(buf))
-		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
 	rem.offset = be64_to_cpu(rq->offset);
 	rem.len = be64_to_cpu(rq->len);
 	rem.rkey = be32_to_cpu(rq->rkey);
@@ -414,11 +436,7 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 		kvmsg_unreserve(buf);
 		return -EAGAIN;
 	}
-	r = kvmsg_buf_data(buf);
 	kfc_srv_hdr(&r->hdr, &rq->hdr, ret);
-	kfc_srv_fill_attr(&r->attr, be64_to_cpu(rq->hdr.handle), inode);
-	/* the size the pages were chosen against */
-	r->attr.size = cpu_to_be64(size);
 	r->pages = cpu_to_be32(ret ? 0 : n);
 	r->reserved = 0;
 	kvmsg_send(buf, sizeof(*r), 0, NULL);
