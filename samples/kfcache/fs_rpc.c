@@ -13,6 +13,7 @@
 #include <linux/slab.h>
 
 #include "fs.h"
+#include "check.h"
 
 /* Complete @call with @status (0: @call->reply holds @len valid bytes). */
 static void kfc_call_complete(struct kfc_call *call, int status, u32 len)
@@ -37,88 +38,6 @@ static void kfc_fail_calls(struct kfc_sb *s)
 	xa_unlock_bh(&s->calls);
 }
 
-/* Directory entries: each within the reply, a sane name, @count of them. */
-static int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
-{
-	const u8 *p = (const u8 *)(r + 1), *end = (const u8 *)r + len;
-	u16 n = be16_to_cpu(r->count);
-
-	if (r->eof > 1 || memchr_inv(r->reserved, 0, sizeof(r->reserved)))
-		return -EPROTO;
-	while (n--) {
-		const struct kfc_dirent *e = (const void *)p;
-		const char *name = (const char *)(e + 1);
-
-		if (end - p < sizeof(*e) || !e->len || e->type > DT_WHT ||
-		    end - p < KFC_DIRENT_SIZE(e->len) ||
-		    e->reserved[0] || e->reserved[1] || e->reserved[2] ||
-		    memchr(name, '/', e->len) || memchr(name, '\0', e->len) ||
-		    (e->len == 1 && name[0] == '.') ||
-		    (e->len == 2 && name[0] == '.' && name[1] == '.'))
-			return -EPROTO;
-		p += KFC_DIRENT_SIZE(e->len);
-	}
-	return p == end ? 0 : -EPROTO;
-}
-
-/* An object's attributes: a handle, a known type, nothing reserved set. */
-static int kfc_check_attr(const struct kfc_attr *a)
-{
-	u32 mode = be32_to_cpu(a->mode);
-
-	if (!a->handle || a->reserved || (mode & ~(S_IFMT | 07777)))
-		return -EPROTO;
-	switch (mode & S_IFMT) {
-	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:
-	case S_IFBLK: case S_IFIFO: case S_IFSOCK:
-		return 0;
-	}
-	return -EPROTO;
-}
-
-/* A reply's length and fields for the op its call sent. */
-static int kfc_check_reply(const struct kfc_call *call, const void *msg,
-			   u32 len)
-{
-	const struct kfc_hdr *h = msg;
-	const struct kfc_readlink_reply *rl = msg;
-	const struct kfc_read_reply *rd = msg;
-	s32 status = be32_to_cpu(h->status);
-
-	if (h->op != (call->op | KFC_REPLY) || len > call->max)
-		return -EPROTO;
-	if (status > 0 || status < -MAX_ERRNO || status <= -ERESTARTSYS)
-		return -EPROTO;
-	if (status && len == sizeof(*h))
-		return 0;
-	switch (call->op) {
-	case KFC_MOUNT:
-	case KFC_LOOKUP:
-	case KFC_GETATTR:
-		if (status || len != sizeof(struct kfc_attr_reply))
-			return -EPROTO;
-		return kfc_check_attr(&((const struct kfc_attr_reply *)msg)->attr);
-	case KFC_READ:
-		if (len != sizeof(*rd) || rd->reserved ||
-		    be32_to_cpu(rd->pages) > KFC_READ_MAX_PAGES ||
-		    (status && rd->pages))
-			return -EPROTO;
-		return status ? 0 : kfc_check_attr(&rd->attr);
-	case KFC_READDIR:
-		if (status || len < sizeof(struct kfc_readdir_reply))
-			return -EPROTO;
-		return kfc_check_dirents(msg, len);
-	case KFC_READLINK:
-		if (status || len < sizeof(*rl) ||
-		    len != sizeof(*rl) + be16_to_cpu(rl->len) || !rl->len ||
-		    rl->reserved[0] || rl->reserved[1] || rl->reserved[2] ||
-		    memchr(rl->target, '\0', be16_to_cpu(rl->len)))
-			return -EPROTO;
-		return 0;
-	}
-	return -EPROTO;
-}
-
 static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		       enum kvmsg_ctx ctx)
 {
@@ -139,7 +58,7 @@ static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		atomic64_inc(&s->late);
 		return 0;
 	}
-	ret = kfc_check_reply(call, h, len);
+	ret = kfc_check_reply(call->op, call->max, h, len);
 	if (ret) {
 		kfc_call_complete(call, -EIO, 0);
 		goto malformed;

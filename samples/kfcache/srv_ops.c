@@ -24,6 +24,7 @@
 #include <uapi/linux/magic.h>
 
 #include "srv-pri.h"
+#include "check.h"
 
 /* The folios behind one RDMA write, released when it completes. */
 struct kfc_srv_chunk {
@@ -117,29 +118,6 @@ static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
 	return 0;
 }
 
-/*
- * A name from the wire: one component, nothing that walks.  "." and ".."
- * are the client's own business (its dcache answers them), and a '/' or
- * a NUL would make the server walk further than one step.
- */
-static int kfc_srv_name(const struct kfc_name_req *rq, u32 len, u16 max,
-			const char **name, u16 *nlen)
-{
-	u16 n = be16_to_cpu(rq->len);
-
-	if (len != sizeof(*rq) + n || rq->reserved[0] || rq->reserved[1] ||
-	    rq->reserved[2])
-		return -EPROTO;
-	if (!n || n > max || memchr(rq->name, '/', n) ||
-	    memchr(rq->name, '\0', n) ||
-	    (n == 1 && rq->name[0] == '.') ||
-	    (n == 2 && rq->name[0] == '.' && rq->name[1] == '.'))
-		return -EINVAL;
-	*name = rq->name;
-	*nlen = n;
-	return 0;
-}
-
 static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 			 u32 len)
 {
@@ -149,7 +127,7 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 	u16 n;
 	int ret;
 
-	ret = kfc_srv_name(rq, len, KFC_NAME_MAX - 1, &name, &n);
+	ret = kfc_check_name(rq, len, KFC_NAME_MAX - 1, &name, &n);
 	if (ret == -EPROTO)
 		return ret;
 	if (ret)
@@ -178,7 +156,7 @@ static int kfc_srv_lookup(struct kfc_conn *c, struct kfc_handle *dir,
 	u16 n;
 	int ret;
 
-	ret = kfc_srv_name(rq, len, NAME_MAX, &name, &n);
+	ret = kfc_check_name(rq, len, NAME_MAX, &name, &n);
 	if (ret == -EPROTO)
 		return ret;
 	if (!ret && !d_is_dir(dir->path.dentry))
@@ -455,37 +433,19 @@ static int kfc_srv_forget(struct kfc_conn *c, struct kfc_handle *h,
 	return 0;
 }
 
-/* The fixed length of each request; 0: a name follows, checked later. */
-static const u32 kfc_req_len[KFC_OPS] = {
-	[KFC_GETATTR] = sizeof(struct kfc_hdr),
-	[KFC_READDIR] = sizeof(struct kfc_readdir_req),
-	[KFC_READ] = sizeof(struct kfc_read_req),
-	[KFC_READLINK] = sizeof(struct kfc_hdr),
-	[KFC_FORGET] = sizeof(struct kfc_forget_req),
-};
-
 static int kfc_srv_dispatch(struct kfc_conn *c, const void *msg, u32 len,
 			    enum kvmsg_ctx ctx)
 {
 	const struct kfc_hdr *rq = msg;
 	struct kfc_handle *h = NULL;
 
-	if (len < sizeof(*rq) || rq->version != KFC_PROTO_VERSION ||
-	    !rq->op || rq->op >= KFC_OPS || rq->status || rq->reserved ||
-	    rq->reserved2)
-		return -EPROTO;
-	if (kfc_req_len[rq->op] && len != kfc_req_len[rq->op])
-		return -EPROTO;
-	if (!kfc_req_len[rq->op] && len < sizeof(struct kfc_name_req))
+	if (kfc_check_request(msg, len))
 		return -EPROTO;
 	if (ctx != KVMSG_CTX_PROCESS && rq->op != KFC_GETATTR &&
 	    rq->op != KFC_READ)
 		return -EAGAIN;
-	if (rq->op == KFC_MOUNT) {
-		if (rq->handle)
-			return -EPROTO;
+	if (rq->op == KFC_MOUNT)
 		return kfc_srv_mount(c, msg, len);
-	}
 	h = kfc_handle_get(c, be64_to_cpu(rq->handle));
 	if (!h)
 		return rq->op == KFC_FORGET ? -EPROTO :
