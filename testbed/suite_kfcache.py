@@ -156,7 +156,8 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
     _unload_mid_read(res, suite, srv, cli, [m for _, m in exports], disk)
     if kill:
         _kill_mid_read(res, suite, c, srv, cli)
-    r = cli.run("rmmod kfcache kfcache_srv && rmmod kverbs; echo rc=$?; "
+    r = cli.run("umount /mnt/tree 2>/dev/null; "
+                "rmmod kfcache kfcache_srv && rmmod kverbs; echo rc=$?; "
                 "cat /sys/module/kverbs/refcnt; ls /sys/kernel/debug/kverbs/; "
                 "cat /sys/kernel/debug/kverbs/*/endpoints "
                 "2>/dev/null | head -40", timeout=120)

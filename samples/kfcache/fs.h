@@ -44,6 +44,17 @@ struct kfc_sb {
 	atomic_t inflight;
 	unsigned int inflight_max;
 	wait_queue_head_t inflight_wait;
+	/*
+	 * Where a READ's time goes, summed over READs (debugfs
+	 * kfcache/<dev>/stats): registering the pages and granting them,
+	 * from the send to the answer, revoking the grant.
+	 */
+	atomic64_t reads;
+	atomic64_t read_pages;
+	atomic64_t ns_register;
+	atomic64_t ns_answer;
+	atomic64_t ns_revoke;
+	struct dentry *debugfs;
 };
 
 static inline struct kfc_sb *KFC_SB(struct super_block *sb)

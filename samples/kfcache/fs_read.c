@@ -32,6 +32,7 @@ struct kfc_read {
 	unsigned int n;
 	int ret;
 	bool budget;		/* holds n pages of the mount's budget */
+	u64 t_sent;
 	struct folio *folio[KFC_READ_MAX_PAGES];
 };
 
@@ -67,6 +68,7 @@ static int kfc_read_start(struct inode *inode, struct kfc_read *rd)
 	struct kfc_sb *s = KFC_SB(inode->i_sb);
 	struct page *pages[KFC_READ_MAX_PAGES];
 	struct kverbs_remote rem;
+	u64 t0 = ktime_get_ns();
 	unsigned int i;
 	int ret;
 
@@ -95,6 +97,8 @@ static int kfc_read_start(struct inode *inode, struct kfc_read *rd)
 	rd->rq.rkey = cpu_to_be32(rem.rkey);
 	rd->rq.offset = cpu_to_be64(rem.offset);
 	rd->rq.len = cpu_to_be64(rem.len);
+	rd->t_sent = ktime_get_ns();
+	atomic64_add(rd->t_sent - t0, &s->ns_register);
 	return kfc_call_start(s, &rd->call, KFC_READ, KFC_I(inode)->handle,
 			      &rd->rq, sizeof(rd->rq), &rd->reply,
 			      sizeof(rd->reply));
@@ -108,15 +112,23 @@ static int kfc_read_start(struct inode *inode, struct kfc_read *rd)
 static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
 			    bool started)
 {
+	u64 t1 = 0;
 	struct kfc_sb *s = KFC_SB(inode->i_sb);
 	struct kfc_inode *ki = KFC_I(inode);
 	unsigned int i, pages = 0;
 	loff_t size;
 
-	if (started)
+	if (started) {
 		rd->ret = kfc_call_wait(s, &rd->call, false);
+		t1 = ktime_get_ns();
+		atomic64_add(t1 - rd->t_sent, &s->ns_answer);
+		atomic64_inc(&s->reads);
+		atomic64_add(rd->n, &s->read_pages);
+	}
 	if (rd->region)
 		kverbs_region_destroy(rd->region);
+	if (started)
+		atomic64_add(ktime_get_ns() - t1, &s->ns_revoke);
 	if (rd->budget)
 		kfc_inflight_put(s, rd->n);
 	if (!rd->ret) {

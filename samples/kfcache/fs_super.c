@@ -10,6 +10,7 @@
  * (no reconnection).  See Documentation/kfcache.rst.
  */
 #include <linux/backing-dev.h>
+#include <linux/debugfs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
 #include <linux/inet.h>
@@ -25,6 +26,21 @@ module_param_named(connect_ms, kfc_connect_ms, uint, 0644);
 MODULE_PARM_DESC(connect_ms, "how long a mount waits for the server (ms)");
 
 static struct kmem_cache *kfc_inode_cachep;
+static struct dentry *kfc_debugfs_root;
+
+static int kfc_stats_show(struct seq_file *m, void *v)
+{
+	struct kfc_sb *s = m->private;
+
+	seq_printf(m, "reads %lld\npages %lld\nns_register %lld\nns_answer %lld\nns_revoke %lld\nmalformed %lld\nlate %lld\nforget_dropped %lld\ndead %d\n",
+		   atomic64_read(&s->reads), atomic64_read(&s->read_pages),
+		   atomic64_read(&s->ns_register),
+		   atomic64_read(&s->ns_answer), atomic64_read(&s->ns_revoke),
+		   atomic64_read(&s->malformed), atomic64_read(&s->late),
+		   atomic64_read(&s->forget_dropped), READ_ONCE(s->dead));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(kfc_stats);
 
 struct kfc_fs_params {
 	struct sockaddr_storage addr;
@@ -242,6 +258,15 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_bdi->ra_pages = 4 * KFC_READ_MAX_PAGES;
 	sb->s_bdi->io_pages = KFC_READ_MAX_PAGES;
 
+	if (kfc_debugfs_root) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "%u:%u", MAJOR(sb->s_dev),
+			 MINOR(sb->s_dev));
+		s->debugfs = debugfs_create_dir(name, kfc_debugfs_root);
+		debugfs_create_file("stats", 0400, s->debugfs, s,
+				    &kfc_stats_fops);
+	}
 	ret = kfc_connect(sb, s, r);
 	if (ret) {
 		if (ret == -ENOENT)
@@ -322,6 +347,7 @@ static void kfc_kill_sb(struct super_block *sb)
 	kill_anon_super(sb);
 	if (!s)
 		return;
+	debugfs_remove(s->debugfs);
 	kfc_disconnect(s);
 	xa_destroy(&s->calls);
 	kfree(s);
@@ -353,15 +379,19 @@ static int __init kfc_fs_init(void)
 					     SLAB_ACCOUNT, kfc_inode_init_once);
 	if (!kfc_inode_cachep)
 		return -ENOMEM;
+	kfc_debugfs_root = debugfs_create_dir("kfcache", NULL);
 	ret = register_filesystem(&kfc_fs_type);
-	if (ret)
+	if (ret) {
+		debugfs_remove(kfc_debugfs_root);
 		kmem_cache_destroy(kfc_inode_cachep);
+	}
 	return ret;
 }
 
 static void __exit kfc_fs_exit(void)
 {
 	unregister_filesystem(&kfc_fs_type);
+	debugfs_remove(kfc_debugfs_root);
 	/* free_inode runs after an RCU grace period */
 	rcu_barrier();
 	kmem_cache_destroy(kfc_inode_cachep);
