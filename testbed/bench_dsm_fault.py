@@ -34,7 +34,7 @@ import contextlib
 import json
 import re
 
-from . import dsm_trace, udsm
+from . import dsm_trace, rawping, udsm
 from .benchmethod import fmt, per_round_ratio, rotated, spread
 from .common import HarnessError, Phase, build_dir, log
 
@@ -109,31 +109,9 @@ class Runner:
         return self._rows(f"udsm-faults {variant}", res)
 
     def raw(self):
-        """{read: us}: the faster of plain and inline sends."""
-        n0, n1 = self.nodes[0], self.nodes[1]
-        best = None
-        for inline in (0, 1):
-            for n in (n0, n1):
-                n.run("rmmod rawping 2>/dev/null; dmesg -c >/dev/null",
-                      timeout=60)
-            r = n1.run(f"insmod /kvlab/modules/rawping.ko port={RAW_PORT} "
-                       f"page=1 inline_send={inline}", timeout=60)
-            if r.rc:
-                raise HarnessError("rawping page=1 server did not start",
-                                   r.out)
-            r = n0.run(f"insmod /kvlab/modules/rawping.ko server={n1.ip} "
-                       f"port={RAW_PORT} count={self.iters * 20} size=32 "
-                       f"outstanding=1 page=1 check=0 "
-                       f"inline_send={inline}; echo rc=$?; "
-                       "dmesg | grep 'rawping: result'", timeout=600)
-            for n in (n0, n1):
-                n.run("rmmod rawping", timeout=60)
-            m = re.search(r"median_ns=(\d+)", r.out)
-            if "rc=0" not in r.out or not m:
-                raise HarnessError("rawping page=1 failed", r.out[-2000:])
-            us = int(m.group(1)) / 1000
-            best = us if best is None else min(best, us)
-        return {"read": best}
+        """{read: us}: rawping's page exchange, node 1 asking node 2."""
+        return {"read": rawping.page_exchange_us(
+            self.nodes[0], self.nodes[1], self.iters * 20, RAW_PORT)}
 
     def _rows(self, what, res):
         row = parse_faults(res[0][2])

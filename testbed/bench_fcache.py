@@ -20,6 +20,11 @@ methods rotated per round, ratios per round):
   qd16       4 KB random reads by 16 threads (psync), client cache cold,
              server warm: IOPS
 
+and, each round, the raw ib_core limit of a QD1 read from a warm server
+(testbed/rawping.py: a request, a 4 KB RDMA write, the reply; no file
+system, no framework), and kfcache's own breakdown of its READs
+(debugfs kfcache/<dev>/stats: registering, the answer, revoking).
+
 Writes build/bench/fcache.json (ratio_qd1_read_over_nfs_rdma,
 ratio_seq_throughput_over_nfs_rdma, server CPU per GB) and fcache.svg.
 """
@@ -30,10 +35,11 @@ import time
 
 from .benchmethod import fmt, per_round_ratio, rotated, spread
 from .common import HarnessError, Phase, build_dir, log
-from . import fcache_env, fcache_tree, kbuild, suite_kfcache
+from . import fcache_env, fcache_tree, kbuild, rawping, suite_kfcache
 
-METHODS = ["kfcache", "nfs-rdma", "nfs-tcp"]
+METHODS = ["kfcache", "nfs-rdma", "nfs-tcp", "raw"]
 MNT = "/mnt/bench"
+KFC_OPTS = ""                  # kfcache mount options: its defaults
 BIG_MIB = 128
 GOALS = {"ratio_qd1_read_over_nfs_rdma": 0.5,
          "ratio_seq_throughput_over_nfs_rdma": 1.0}
@@ -42,7 +48,7 @@ GOALS = {"ratio_qd1_read_over_nfs_rdma": 0.5,
 def _mount(cli, srv, method):
     if method == "kfcache":
         cli.run_checked(f"mkdir -p {MNT} && mount -t kfcache "
-                        f"{srv.ip}:/disk {MNT}", timeout=60)
+                        f"{KFC_OPTS} {srv.ip}:/disk {MNT}", timeout=60)
     else:
         fcache_env.nfs_mount(cli, srv.ip, "/export", MNT,
                              "rdma" if method == "nfs-rdma" else "tcp")
@@ -88,14 +94,37 @@ def _warm_server(srv):
     srv.run_checked("cat /export/big.bin > /dev/null", timeout=600)
 
 
+def _kfc_stats(cli):
+    out = cli.run("cat /sys/kernel/debug/kfcache/*/stats", timeout=30).out
+    return {k: int(v) for k, v in re.findall(r"^(\w+) (-?\d+)$", out,
+                                             re.M)}
+
+
+def _breakdown(before, after):
+    """Per READ, us: registering, the answer, revoking."""
+    n = after.get("reads", 0) - before.get("reads", 0)
+    if n <= 0:
+        return None
+    return {"reads": n, "pages_per_read": round(
+        (after["pages"] - before["pages"]) / n, 1)} | {
+        k[3:] + "_us": round((after[k] - before[k]) / n / 1000, 1)
+        for k in ("ns_register", "ns_answer", "ns_revoke")}
+
+
 def run_method(srv, cli, method, runtime, hz):
+    if method == "raw":
+        return {"qd1-warm": {"lat_median_us": rawping.page_exchange_us(
+            cli, srv, 200)}}
     row = {}
     _mount(cli, srv, method)
     try:
         _warm_server(srv)
         fcache_env.drop_caches(cli)
+        s0 = _kfc_stats(cli) if method == "kfcache" else {}
         row["qd1-warm"] = _fio(cli, "qd1w", "--rw=randread --bs=4k "
                                "--ioengine=psync --time_based", runtime)
+        if method == "kfcache":
+            row["qd1-warm"]["breakdown"] = _breakdown(s0, _kfc_stats(cli))
         fcache_env.drop_caches(cli)
         fcache_env.drop_caches(srv)
         row["qd1-cold"] = _fio(cli, "qd1c", "--rw=randread --bs=4k "
@@ -103,8 +132,11 @@ def run_method(srv, cli, method, runtime, hz):
         _warm_server(srv)
         fcache_env.drop_caches(cli)
         c0, t0 = _cpu_jiffies(srv), time.monotonic()
+        s0 = _kfc_stats(cli) if method == "kfcache" else {}
         row["seq"] = _fio(cli, "seq", "--rw=read --bs=1M "
                           "--ioengine=psync", runtime)
+        if method == "kfcache":
+            row["seq"]["breakdown"] = _breakdown(s0, _kfc_stats(cli))
         cpu_s = (_cpu_jiffies(srv) - c0) / hz
         gb = row["seq"]["bw_kib"] * 1024 * (time.monotonic() - t0) / 1e9
         row["seq"]["server_cpu_s_per_gb"] = cpu_s / gb if gb else None
@@ -132,7 +164,8 @@ def summarize(k, runs, rounds, runtime):
                "seq_server_cpu_s_per_gb": spread(
                    series(m, "seq", "server_cpu_s_per_gb")),
                "qd16_iops": spread(series(m, "qd16", "iops"))}
-           for m in METHODS}
+           for m in METHODS if m != "raw"}
+    med["raw"] = {"qd1_warm_lat_median_us": spread(raw)}
     qd1 = per_round_ratio(series("kfcache", "qd1-warm", "lat_median_us"),
                           series("nfs-rdma", "qd1-warm", "lat_median_us"))
     qd1c = per_round_ratio(series("kfcache", "qd1-cold", "lat_median_us"),
@@ -143,6 +176,14 @@ def summarize(k, runs, rounds, runtime):
                           series("nfs-rdma", "seq", "server_cpu_s_per_gb"))
     iops = per_round_ratio(series("kfcache", "qd16", "iops"),
                            series("nfs-rdma", "qd16", "iops"))
+    raw = series("raw", "qd1-warm", "lat_median_us")
+    over_raw = {m: per_round_ratio(series(m, "qd1-warm", "lat_median_us"),
+                                   raw) for m in METHODS if m != "raw"}
+
+    def parts(test):
+        rows = [r[test].get("breakdown") for r in runs["kfcache"]]
+        keys = ("register_us", "answer_us", "revoke_us", "pages_per_read")
+        return {k: spread([r[k] if r else None for r in rows]) for k in keys}
     met = {"ratio_qd1_read_over_nfs_rdma": qd1["median"] is not None and
            qd1["median"] <= GOALS["ratio_qd1_read_over_nfs_rdma"],
            "ratio_seq_throughput_over_nfs_rdma": seq["median"] is not None
@@ -163,6 +204,9 @@ def summarize(k, runs, rounds, runtime):
             "ratio_seq_throughput_over_nfs_rdma_spread": seq,
             "ratio_server_cpu_per_gb_over_nfs_rdma": cpu,
             "ratio_qd16_iops_over_nfs_rdma": iops,
+            "ratio_qd1_read_over_raw_page_exchange": over_raw,
+            "kfcache_read_breakdown": {"qd1-warm": parts("qd1-warm"),
+                                       "seq": parts("seq")},
             "goals": {"target": GOALS, "met": met}}
 
 
@@ -179,15 +223,16 @@ def main(args):
     workdir = build_dir() / "testbed" / "bench-fcache"
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.mkdir(parents=True)
-    mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,
-                        tests=True)
+    mods = kbuild.build(k.headers, build_dir() / "kbuild-bench" / k.abi,
+                        tests=True, bench=True)
     suites.meson_build()
     src = workdir / "src"
     fcache_tree.make_tree(src, big_mib=BIG_MIB, small_files=50)
     img = fcache_env.make_disk(workdir / "node0.img", src,
                                size_mb=BIG_MIB + 160)
-    ovl, sets = fcache_env.overlay(k, workdir / "overlay.cpio.gz",
-                                   suite_kfcache._files(mods))
+    files = suite_kfcache._files(mods)
+    files["/kvlab/modules/rawping.ko"] = mods["rawping.ko"]
+    ovl, sets = fcache_env.overlay(k, workdir / "overlay.cpio.gz", files)
     runs = {m: [] for m in METHODS}
     with Cluster(k, nodes=2, workdir=workdir, overlay=ovl, mem_mb=1024,
                  boot_timeout=300, disks=[img, None]) as c:
@@ -211,8 +256,9 @@ def main(args):
                     row = run_method(srv, cli, m, runtime, hz)
                     log(f"{m}: " + ", ".join(
                         f"{t} {v['lat_median_us']:.0f} us / "
-                        f"{v['bw_kib'] / 1024:.1f} MiB/s / "
-                        f"{v['iops']:.0f} IOPS" for t, v in row.items()))
+                        f"{v.get('bw_kib', 0) / 1024:.1f} MiB/s / "
+                        f"{v.get('iops', 0):.0f} IOPS"
+                        for t, v in row.items()))
                     if rnd >= warmup:
                         runs[m].append(row)
         stats = srv.run(f"{suite_kfcache.CTL} status --stats",
@@ -228,19 +274,27 @@ def main(args):
             ("sequential (MiB/s)", "seq_mib_s"),
             ("server CPU s per GB (seq)", "seq_server_cpu_s_per_gb"),
             ("QD16 4K (IOPS)", "qd16_iops")]
+    shown = [m for m in METHODS if m != "raw"]
     grouped_bars(out / "fcache.svg",
                  f"kfcache vs NFSv4.2, {k.abi} (medians over {rounds} "
                  "rounds)", [r[0] for r in rows],
                  {m: [s[m][key]["median"] for _, key in rows]
-                  for m in METHODS},
+                  for m in shown},
                  log_note="TCG guests, rxe: compare ratios only")
     print(f"\nkfcache vs NFSv4.2 on {k.abi}, 2 guests x 1 vCPU, {BIG_MIB} "
           f"MiB file, {rounds} rounds (+{warmup} warm-up), fio {runtime} s "
           "per test (TCG: ratios only)")
-    print(f"  {'':34}" + "".join(f"{m:>22}" for m in METHODS))
+    print(f"  {'':34}" + "".join(f"{m:>24}" for m in shown))
     for label, key in rows:
-        print(f"  {label:34}" + "".join(f"{fmt(s[m][key]):>22}"
-                                        for m in METHODS))
+        print(f"  {label:34}" + "".join(f"{fmt(s[m][key]):>24}"
+                                        for m in shown))
+    print(f"  raw page exchange (median us)     "
+          f"{fmt(s['raw']['qd1_warm_lat_median_us'])}")
+    for m, v in data["ratio_qd1_read_over_raw_page_exchange"].items():
+        print(f"  {m} QD1 over the raw page exchange: {fmt(v)}")
+    for test, p in data["kfcache_read_breakdown"].items():
+        print(f"  kfcache READ, {test}: " + ", ".join(
+            f"{k} {fmt(v)}" for k, v in p.items()))
     for key in ("ratio_qd1_read_over_nfs_rdma_spread",
                 "ratio_qd1_cold_read_over_nfs_rdma",
                 "ratio_seq_throughput_over_nfs_rdma_spread",

@@ -209,6 +209,39 @@ class Node:
         return r
 
 
+# The emulated link's buffer: the host UDP socket QEMU reads a guest's
+# frames from (-netdev socket,udp=) gets net.core.rmem_default, 208 KB on
+# Debian, so a burst of RDMA writes larger than that (one 256 KB
+# readahead) was dropped whenever the receiving guest's vCPU lagged, and
+# RoCE's go-back-N resent all of it.  A RoCE fabric is lossless (PFC):
+# the link should not drop what one would not.  The default is raised
+# only while QEMU creates its sockets, and restored at once.
+UDP_RMEM = 4 << 20
+RMEM_DEFAULT = Path("/proc/sys/net/core/rmem_default")
+
+
+@contextlib.contextmanager
+def _udp_rmem(size=UDP_RMEM):
+    try:
+        old = int(RMEM_DEFAULT.read_text())
+    except OSError:
+        old = None
+    raised = False
+    if old is not None and old < size:
+        try:
+            RMEM_DEFAULT.write_text(f"{size}\n")
+            raised = True
+        except OSError as e:
+            log(f"WARNING: cannot raise {RMEM_DEFAULT} to {size} ({e}): "
+                "the guests' link drops bursts above "
+                f"{old >> 10} KB")
+    try:
+        yield
+    finally:
+        if raised:
+            RMEM_DEFAULT.write_text(f"{old}\n")
+
+
 class BootPanic(HarnessError):
     """A guest kernel panicked before its init reported ready."""
 
@@ -291,7 +324,8 @@ class Cluster:
             self.sockdir = tempfile.mkdtemp(prefix=f"kvlab-{os.getpid()}-")
             trap_signals()
             try:
-                self._boot(qemu)
+                with _udp_rmem():
+                    self._boot(qemu)
                 return self
             except BootPanic as e:
                 self._teardown()
