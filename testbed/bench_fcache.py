@@ -165,7 +165,6 @@ def summarize(k, runs, rounds, runtime):
                    series(m, "seq", "server_cpu_s_per_gb")),
                "qd16_iops": spread(series(m, "qd16", "iops"))}
            for m in METHODS if m != "raw"}
-    med["raw"] = {"qd1_warm_lat_median_us": spread(raw)}
     qd1 = per_round_ratio(series("kfcache", "qd1-warm", "lat_median_us"),
                           series("nfs-rdma", "qd1-warm", "lat_median_us"))
     qd1c = per_round_ratio(series("kfcache", "qd1-cold", "lat_median_us"),
@@ -177,6 +176,7 @@ def summarize(k, runs, rounds, runtime):
     iops = per_round_ratio(series("kfcache", "qd16", "iops"),
                            series("nfs-rdma", "qd16", "iops"))
     raw = series("raw", "qd1-warm", "lat_median_us")
+    med["raw"] = {"qd1_warm_lat_median_us": spread(raw)}
     over_raw = {m: per_round_ratio(series(m, "qd1-warm", "lat_median_us"),
                                    raw) for m in METHODS if m != "raw"}
 
@@ -263,10 +263,12 @@ def main(args):
                         runs[m].append(row)
         stats = srv.run(f"{suite_kfcache.CTL} status --stats",
                         timeout=30).out
-    data = summarize(k, runs, rounds, runtime)
-    data["kfcache_server_counters"] = stats
     out = build_dir() / "bench"
     out.mkdir(parents=True, exist_ok=True)
+    # every sample first, so a failing summary loses nothing
+    (out / "fcache-runs.json").write_text(json.dumps(runs, indent=2) + "\n")
+    data = summarize(k, runs, rounds, runtime)
+    data["kfcache_server_counters"] = stats
     (out / "fcache.json").write_text(json.dumps(data, indent=2) + "\n")
     s = data["summary"]
     rows = [("QD1 4K, server warm (median us)", "qd1_warm_lat_median_us"),
