@@ -226,6 +226,16 @@ static void kfc_kunit_request(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kfc_check_request(&rq, sizeof(rq)), -EPROTO);
 }
 
+/* @rq names @name; returns the message's length. */
+static u32 kfc_kunit_name_set(struct kfc_name_req *rq, const char *name)
+{
+	size_t n = strlen(name);
+
+	rq->len = cpu_to_be16(n);
+	memcpy(rq->name, name, n);
+	return sizeof(*rq) + n;
+}
+
 static void kfc_kunit_name(struct kunit *test)
 {
 	struct kfc_name_req *rq = kunit_kzalloc(test, sizeof(*rq) + 300,
@@ -234,22 +244,20 @@ static void kfc_kunit_name(struct kunit *test)
 	u16 n;
 
 	KUNIT_ASSERT_NOT_NULL(test, rq);
-#define KFC_NAME(s) (rq->len = cpu_to_be16(strlen(s)), \
-		     memcpy(rq->name, s, strlen(s)), sizeof(*rq) + strlen(s))
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME("f.txt"), NAME_MAX,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, "f.txt"), NAME_MAX,
 					     &name, &n), 0);
 	KUNIT_EXPECT_EQ(test, n, 5);
 	/* a length that disagrees with the message is malformed */
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME("f.txt") + 1,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, "f.txt") + 1,
 					     NAME_MAX, &name, &n), -EPROTO);
 	/* names that would walk are refused, the connection kept */
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME(".."), NAME_MAX,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, ".."), NAME_MAX,
 					     &name, &n), -EINVAL);
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME("."), NAME_MAX,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, "."), NAME_MAX,
 					     &name, &n), -EINVAL);
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME("a/../b"), NAME_MAX,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, "a/../b"), NAME_MAX,
 					     &name, &n), -EINVAL);
-	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, KFC_NAME("abc"), 2,
+	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, kfc_kunit_name_set(rq, "abc"), 2,
 					     &name, &n), -EINVAL);
 	rq->name[1] = '\0';
 	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, sizeof(*rq) + 3, NAME_MAX,
@@ -257,7 +265,6 @@ static void kfc_kunit_name(struct kunit *test)
 	rq->len = 0;
 	KUNIT_EXPECT_EQ(test, kfc_check_name(rq, sizeof(*rq), NAME_MAX,
 					     &name, &n), -EINVAL);
-#undef KFC_NAME
 }
 
 static struct kunit_case kfc_check_cases[] = {
@@ -274,6 +281,7 @@ static struct kunit_suite kfc_check_suite = {
 	.name = "kfcache_check",
 	.test_cases = kfc_check_cases,
 };
+
 kunit_test_suite(kfc_check_suite);
 
 MODULE_DESCRIPTION("KUnit: kfcache's checks of wire messages");

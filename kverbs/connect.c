@@ -67,7 +67,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 			    dom->kdev->ibdev->attrs.max_send_sge);
 	ep->max_sge_rd = min_t(int, ep->max_sge,
 			       dom->kdev->ibdev->attrs.max_sge_rd);
-	ep->max_sge_pages = min_t(int, KVERBS_PAGES_MAX_SGE,
+	ep->max_sge_pages = min_t(int, dom->write_pages,
 				  dom->kdev->ibdev->attrs.max_send_sge);
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
 

@@ -272,6 +272,7 @@ struct kverbs_domain {
 	u32 node_id;
 	u16 depth;
 	u32 max_msg;
+	u8 write_pages;			/* kverbs_domain_attr.write_pages */
 	u32 next_ep_id;			/* under @lock */
 	struct work_struct free_work;	/* the final free, on kverbs_wq */
 

@@ -49,8 +49,9 @@ static void kverbs_pages_done(void *arg, int status)
  * @ep: connected endpoint
  *
  * Context: any.
- * Return: the device's send SGE limit capped at KVERBS_PAGES_MAX_SGE; 0
- * before the endpoint has a queue pair.
+ * Return: the domain's @write_pages, capped at the device's send SGE
+ * limit; 0 before the endpoint has a queue pair.  It stays after the
+ * endpoint's teardown.
  */
 unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep)
 {
@@ -63,7 +64,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_write_pages, KVERBS_NS);
  * @ep: connected endpoint
  * @pages: the pages, written in order to consecutive remote bytes; they
  *	must stay allocated, and their contents stable, until @done runs
- * @npages: 1..kverbs_ep_max_write_pages(@ep)
+ * @npages: 1..kverbs_ep_max_write_pages(@ep) (the domain's @write_pages)
  * @remote: where; at least @npages pages long
  * @done: called once when the write completed (0) or failed (-errno), after
  *	the pages are unmapped; NULL for none.  Context: softirq, or process

@@ -312,6 +312,19 @@ def _bad_input(res, suite, srv, cli, mnt):
               "ENOENT, a too-long one ENAMETOOLONG",
               "../../../etc/passwd" in r.out and
               "No such file" in r.out and "too long" in r.out.lower(), r.out)
+    # clients are nobody on the server: what nobody may not read, no one
+    # reads through kfcache, whatever the client's own checks say
+    srv.run_checked(f"echo secret > {TREE}/secret.txt && chmod 600 "
+                    f"{TREE}/secret.txt && mkdir -p {TREE}/closed && "
+                    f"echo x > {TREE}/closed/f && chmod 700 {TREE}/closed",
+                    timeout=30)
+    r = cli.run(f"cd {mnt}; cat secret.txt; echo rc=$?; ls closed; "
+                "echo rc=$?", timeout=60)
+    res.check(suite, "the server serves as nobody: a 0600 file and a 0700 "
+              "directory of root's are refused (EACCES)",
+              r.out.count("rc=1") == 2 and "secret" not in
+              r.out.replace("secret.txt", "") and
+              "Permission denied" in r.out, r.out)
     size = 8 << 20
     r = cli.run(f"cd {mnt}; dd if=big.bin bs=4096 skip={size // 4096} "
                 "count=4 2>/dev/null | wc -c; "

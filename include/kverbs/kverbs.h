@@ -80,6 +80,9 @@ struct kverbs_domain_ops {
  * @max_msg: largest message payload this side receives, in bytes
  *	(KVERBS_CM_MIN_MSG..KVERBS_CM_MAX_MSG)
  * @max_eps: endpoints the domain's CQ is sized for (at least 1)
+ * @write_pages: pages one kverbs_rdma_write_pages() on its endpoints may
+ *	carry (0..KVERBS_PAGES_MAX_SGE): a send WR takes that many SGEs, so
+ *	a domain that never writes pages keeps its WRs small.  0: refused.
  */
 struct kverbs_domain_attr {
 	const struct kverbs_domain_ops *ops;
@@ -90,6 +93,7 @@ struct kverbs_domain_attr {
 	u16 depth;
 	u32 max_msg;
 	u16 max_eps;
+	u8 write_pages;
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);

@@ -83,8 +83,10 @@ struct kfc_call {
  * returned by one FORGET when the inode goes.  @generation with i_ino is
  * the server object's identity.  @change, @mtime_ns, @ctime_ns, @size:
  * the attributes the cached pages are valid for; @attr_time when they
- * were last checked.  Under i_rwsem or the folio locks of the readers:
- * @stale, set when a read reply showed the object changed.
+ * were last checked; changed with the pages, under the mapping's
+ * invalidate_lock (kfc_refresh()).  @stale: a read reply showed the
+ * object changed; the next read or open drops the pages.  @nlookup: under
+ * i_lock.
  */
 struct kfc_inode {
 	struct inode vfs;

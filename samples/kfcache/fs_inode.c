@@ -71,19 +71,50 @@ static void kfc_attr_set(struct inode *inode, const struct kfc_attr *a)
  */
 static int kfc_refresh(struct inode *inode, const struct kfc_attr *a)
 {
+	struct address_space *mapping = inode->i_mapping;
 	struct kfc_inode *ki = KFC_I(inode);
 	int ret = 0;
 
 	if (!kfc_attr_same_object(a, inode->i_ino, ki->generation) ||
 	    inode_wrong_type(inode, be32_to_cpu(a->mode)))
 		return -ESTALE;
+	/*
+	 * Exclusive against reads filling the cache (readahead and
+	 * read_folio run under it shared): no page read against the old
+	 * attributes lands after the invalidation.  Pages that would not go
+	 * keep the inode stale and its old attributes, so the next look
+	 * tries again.
+	 */
+	filemap_invalidate_lock(mapping);
 	if (kfc_attr_changed(inode, a)) {
 		if (S_ISREG(inode->i_mode))
-			ret = invalidate_inode_pages2(inode->i_mapping);
-		kfc_attr_set(inode, a);
+			ret = invalidate_inode_pages2(mapping);
+		if (!ret)
+			kfc_attr_set(inode, a);
+		else
+			WRITE_ONCE(ki->stale, true);
 	} else {
 		ki->attr_time = jiffies;
 	}
+	filemap_invalidate_unlock(mapping);
+	return ret;
+}
+
+/* GETATTR of @inode, then kfc_refresh(). */
+static int kfc_revalidate(struct inode *inode)
+{
+	struct kfc_attr_reply *r;
+	struct kfc_hdr rq;
+	int ret;
+
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	ret = kfc_call(KFC_SB(inode->i_sb), KFC_GETATTR, KFC_I(inode)->handle,
+		       &rq, sizeof(rq), r, sizeof(*r));
+	if (!ret)
+		ret = kfc_refresh(inode, &r->attr);
+	kfree(r);
 	return ret;
 }
 
@@ -257,22 +288,24 @@ const struct dentry_operations kfc_dentry_ops = {
 /* Close-to-open: the open sees what the server had when it began. */
 static int kfc_file_open(struct inode *inode, struct file *file)
 {
-	struct kfc_attr_reply *r;
-	struct kfc_hdr rq;
-	int ret;
+	return kfc_revalidate(inode) ?: generic_file_open(inode, file);
+}
 
-	r = kmalloc(sizeof(*r), GFP_KERNEL);
-	if (!r)
-		return -ENOMEM;
-	ret = kfc_call(KFC_SB(inode->i_sb), KFC_GETATTR, KFC_I(inode)->handle,
-		       &rq, sizeof(rq), r, sizeof(*r));
-	if (!ret) {
-		inode_lock(inode);
-		ret = kfc_refresh(inode, &r->attr);
-		inode_unlock(inode);
+/*
+ * A read reply showed the object changed under an open file: its pages
+ * go before the next read, which then reads one version, the newest.
+ */
+static ssize_t kfc_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct inode *inode = file_inode(iocb->ki_filp);
+
+	if (READ_ONCE(KFC_I(inode)->stale)) {
+		int ret = kfc_revalidate(inode);
+
+		if (ret)
+			return ret;
 	}
-	kfree(r);
-	return ret ?: generic_file_open(inode, file);
+	return generic_file_read_iter(iocb, to);
 }
 
 /*
@@ -331,6 +364,11 @@ static int kfc_readdir(struct file *file, struct dir_context *ctx)
 			       sizeof(rq), r, KFC_MAX_MSG);
 		if (ret)
 			break;
+		/* a server that neither lists nor ends would loop us */
+		if (!r->count && !r->eof && be64_to_cpu(r->next) == dp->cookie) {
+			ret = -EIO;
+			break;
+		}
 		p = (const u8 *)(r + 1);
 		for (n = be16_to_cpu(r->count); n; n--) {
 			const struct kfc_dirent *e = (const void *)p;
@@ -401,7 +439,7 @@ static const struct inode_operations kfc_file_iops = {
 
 static const struct file_operations kfc_file_fops = {
 	.open = kfc_file_open,
-	.read_iter = generic_file_read_iter,
+	.read_iter = kfc_file_read_iter,
 	.mmap = generic_file_readonly_mmap,
 	.splice_read = kverbs_filemap_splice_read,
 	.llseek = generic_file_llseek,

@@ -116,7 +116,7 @@ static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
 	struct kfc_sb *s = KFC_SB(inode->i_sb);
 	struct kfc_inode *ki = KFC_I(inode);
 	unsigned int i, pages = 0;
-	loff_t size;
+	loff_t size = 0;
 
 	if (started) {
 		rd->ret = kfc_call_wait(s, &rd->call, false);
@@ -134,8 +134,13 @@ static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
 	if (!rd->ret) {
 		pages = be32_to_cpu(rd->reply.pages);
 		size = be64_to_cpu(rd->reply.attr.size);
-		/* more pages than asked, or fewer than its size implies */
-		if (pages > rd->n ||
+		/*
+		 * another object, more pages than asked, or fewer than its
+		 * size implies
+		 */
+		if (be64_to_cpu(rd->reply.attr.handle) != ki->handle ||
+		    !kfc_attr_same_object(&rd->reply.attr, inode->i_ino,
+					  ki->generation) || pages > rd->n ||
 		    (pages < rd->n && size > ((loff_t)(rd->index + pages) <<
 					      PAGE_SHIFT))) {
 			rd->ret = -EIO;
@@ -153,8 +158,14 @@ static void kfc_read_finish(struct inode *inode, struct kfc_read *rd,
 		struct folio *f = rd->folio[i];
 
 		if (!rd->ret) {
-			if (i >= pages)
+			loff_t start = folio_pos(f);
+
+			/* past the end of file: zeros, whatever the server had */
+			if (i >= pages || size <= start)
 				folio_zero_range(f, 0, folio_size(f));
+			else if (size < start + folio_size(f))
+				folio_zero_segment(f, size - start,
+						   folio_size(f));
 			folio_mark_uptodate(f);
 		}
 		folio_unlock(f);

@@ -200,10 +200,14 @@ static int kfc_connect(struct super_block *sb, struct kfc_sb *s,
 		return ret;
 	}
 	ep = kverbs_ep_connect(s->dom, (struct sockaddr *)&s->addr,
-			       kfc_connect_ms, s);
+			       clamp(READ_ONCE(kfc_connect_ms), 100U, 600000U),
+			       s);
 	if (IS_ERR(ep))
 		return PTR_ERR(ep);
 	s->ep = ep;
+	/* every request and reply must fit both ways */
+	if (kverbs_ep_max_send(ep) < KFC_MAX_MSG)
+		return -EPROTO;
 	return kfc_name_call(s, KFC_MOUNT, 0, s->export, strlen(s->export),
 			     r);
 }
@@ -254,7 +258,10 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	ret = super_setup_bdi(sb);
 	if (ret)
 		goto out;
-	/* a readahead window is KFC_READ_INFLIGHT READs of the largest size */
+	/*
+	 * A readahead window of four READs of the largest size: with the
+	 * default budget (inflight) two in flight while two are prepared.
+	 */
 	sb->s_bdi->ra_pages = 4 * KFC_READ_MAX_PAGES;
 	sb->s_bdi->io_pages = KFC_READ_MAX_PAGES;
 

@@ -18,8 +18,10 @@
 
 #include "proto.h"
 
-/* Handles one connection may hold open at once */
-#define KFC_SRV_MAX_HANDLES	65536
+/* Handles one connection may hold open at once (each an open file) */
+#define KFC_SRV_MAX_HANDLES	16384
+/* Who clients are on the server: nobody, as NFS's all_squash */
+#define KFC_SRV_ANON_ID		65534
 
 struct kfc_export {
 	struct list_head node;
@@ -37,6 +39,7 @@ struct kfc_srv {
 	struct kverbs_domain *dom;
 	struct kverbs_listener *listener;
 	struct sockaddr_storage addr;
+	const struct cred *cred;	/* clients' requests run as this */
 	atomic64_t stats[KFC_S_MAX + 1];
 };
 

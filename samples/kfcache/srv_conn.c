@@ -86,7 +86,7 @@ int kfc_handle_make(struct kfc_conn *c, const struct path *path,
 	if (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode)) {
 		file = dentry_open(path, O_RDONLY | O_LARGEFILE | O_NOATIME,
 				   current_cred());
-		/* O_NOATIME is refused for files we do not own: retry */
+		/* O_NOATIME needs ownership, which nobody rarely has */
 		if (IS_ERR(file) && PTR_ERR(file) == -EPERM)
 			file = dentry_open(path, O_RDONLY | O_LARGEFILE,
 					   current_cred());
@@ -144,6 +144,13 @@ static void kfc_srv_connected(struct kverbs_ep *ep)
 	/* Without state every request fails and closes the connection. */
 	if (!c)
 		return;
+	if (kverbs_ep_max_send(ep) < KFC_MAX_MSG) {
+		pr_warn("kfcache_srv: node %u takes messages of %u bytes, not %u: refused\n",
+			kverbs_ep_peer_node(ep), kverbs_ep_max_send(ep),
+			KFC_MAX_MSG);
+		kfree(c);
+		return;
+	}
 	c->ep = ep;
 	c->gen = get_random_u32() | 1;
 	xa_init_flags(&c->handles, XA_FLAGS_ALLOC1);

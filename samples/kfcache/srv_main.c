@@ -9,7 +9,9 @@
  * mounts of it, while clients that mounted it keep their handles (they
  * hold their own references) until they unmount or disconnect.
  */
+#include <linux/cred.h>
 #include <linux/module.h>
+#include <linux/sched/task.h>
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
@@ -25,6 +27,10 @@ static const struct nla_policy kfc_policy[KFC_A_MAX + 1] = {
 	[KFC_A_ADDR] = NLA_POLICY_MIN_LEN(sizeof(struct sockaddr_in)),
 	[KFC_A_NAME] = { .type = NLA_NUL_STRING, .len = KFC_NAME_MAX - 1 },
 	[KFC_A_PATH] = { .type = NLA_NUL_STRING, .len = PATH_MAX - 1 },
+	/* replies only */
+	[KFC_A_RUNNING] = { .type = NLA_REJECT },
+	[KFC_A_EXPORT] = { .type = NLA_REJECT },
+	[KFC_A_STATS] = { .type = NLA_REJECT },
 };
 
 static struct genl_family kfc_genl;
@@ -41,6 +47,7 @@ static int kfc_srv_start(const struct sockaddr_storage *addr,
 		.depth = KFC_DEPTH,
 		.max_msg = KFC_MAX_MSG,
 		.max_eps = 16,
+		.write_pages = KVERBS_PAGES_MAX_SGE,
 	};
 	struct kverbs_listener *l;
 	struct kverbs_domain *dom;
@@ -103,6 +110,11 @@ static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	}
 	memcpy(&ss, nla_data(a), nla_len(a));
+	/* sin_port and sin6_port are at the same offset */
+	if (!((struct sockaddr_in *)&ss)->sin_port) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a, "the port must not be 0");
+		return -EINVAL;
+	}
 	if (!(ss.ss_family == AF_INET &&
 	      nla_len(a) == sizeof(struct sockaddr_in)) &&
 	    !(ss.ss_family == AF_INET6 &&
@@ -295,7 +307,7 @@ static const struct genl_small_ops kfc_genl_ops[] = {
 	  .flags = GENL_ADMIN_PERM },
 	{ .cmd = KFC_CMD_UNEXPORT, .doit = kfc_nl_unexport,
 	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = KFC_CMD_GET, .doit = kfc_nl_get },
+	{ .cmd = KFC_CMD_GET, .doit = kfc_nl_get, .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family kfc_genl = {
@@ -310,9 +322,44 @@ static struct genl_family kfc_genl = {
 	.module = THIS_MODULE,
 };
 
+/*
+ * The credentials every request runs with: nobody, no capabilities, so a
+ * client reads what any unprivileged local user may read.  Handlers run
+ * on kernel workers whose own credentials are root's.
+ */
+static const struct cred *kfc_srv_make_cred(void)
+{
+	struct cred *cred = prepare_kernel_cred(&init_task);
+
+	if (!cred)
+		return NULL;
+	cred->uid = KUIDT_INIT(KFC_SRV_ANON_ID);
+	cred->euid = cred->uid;
+	cred->suid = cred->uid;
+	cred->fsuid = cred->uid;
+	cred->gid = KGIDT_INIT(KFC_SRV_ANON_ID);
+	cred->egid = cred->gid;
+	cred->sgid = cred->gid;
+	cred->fsgid = cred->gid;
+	cap_clear(cred->cap_inheritable);
+	cap_clear(cred->cap_permitted);
+	cap_clear(cred->cap_effective);
+	cap_clear(cred->cap_bset);
+	cap_clear(cred->cap_ambient);
+	return cred;
+}
+
 static int __init kfc_srv_init(void)
 {
-	return genl_register_family(&kfc_genl);
+	int ret;
+
+	kfc_srv.cred = kfc_srv_make_cred();
+	if (!kfc_srv.cred)
+		return -ENOMEM;
+	ret = genl_register_family(&kfc_genl);
+	if (ret)
+		put_cred(kfc_srv.cred);
+	return ret;
 }
 
 static void __exit kfc_srv_exit(void)
@@ -328,6 +375,7 @@ static void __exit kfc_srv_exit(void)
 	kfc_srv_destroy(dom, l);
 	list_for_each_entry_safe(e, tmp, &kfc_srv.exports, node)
 		kfc_export_free(e);
+	put_cred(kfc_srv.cred);
 }
 
 module_init(kfc_srv_init);

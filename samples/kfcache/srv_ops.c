@@ -14,6 +14,7 @@
  * registered for remote access.  The only remotely accessible memory is
  * the client's, for one request (fs_read.c).
  */
+#include <linux/cred.h>
 #include <linux/dcache.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
@@ -352,7 +353,7 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	    be64_to_cpu(rq->len) < (u64)npages << PAGE_SHIFT)
 		return -EPROTO;
 	if (!h->file || !S_ISREG(file_inode(h->file)->i_mode))
-		return kfc_srv_status(c, &rq->hdr, -EISDIR);
+		return kfc_srv_status(c, &rq->hdr, h->file ? -EISDIR : -EINVAL);
 	if (index > (MAX_LFS_FILESIZE >> PAGE_SHIFT) - npages)
 		return kfc_srv_status(c, &rq->hdr, -EFBIG);
 	inode = file_inode(h->file);
@@ -470,11 +471,17 @@ static int kfc_srv_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			enum kvmsg_ctx ctx)
 {
 	struct kfc_conn *c = kverbs_ep_priv(ep);
+	const struct cred *old = NULL;
 	int ret;
 
 	if (!c)
 		return -ENOMEM;
+	/* softirq only reads pages of files opened with these already */
+	if (ctx == KVMSG_CTX_PROCESS)
+		old = override_creds(kfc_srv.cred);
 	ret = kfc_srv_dispatch(c, kvmsg_rx_data(rx), kvmsg_rx_len(rx), ctx);
+	if (old)
+		revert_creds(old);
 	if (ret == -EAGAIN)
 		return ret;
 	if (ret) {
