@@ -373,9 +373,10 @@ def _unload_mid_read(res, suite, srv, cli, mnts, disk):
 
 
 def _kill_mid_read(res, suite, c, srv, cli):
-    r = cli.run("umount /mnt/tree; mount -t kfcache -o timeout=5000 "
+    r = cli.run("umount /mnt/tree; mount -t kfcache -o timeout=10000 "
                 f"{srv.ip}:/tree /mnt/tree", timeout=60)
-    if not res.check(suite, "remount with -o timeout=5000", r.rc == 0, r.out):
+    if not res.check(suite, "remount with -o timeout=10000", r.rc == 0,
+                     r.out):
         return
     cli.run("(md5sum /mnt/tree/big.bin; for i in $(seq 20); do "
             "cat /mnt/tree/small/d0*/* > /dev/null || break; sleep 0.2; "

@@ -21,6 +21,14 @@
 
 #include "fs.h"
 
+/*
+ * A request's timeout must be longer than the transport's own detection
+ * of a dead peer (RC retries, about 4 s with kverbs' defaults): a server
+ * that is gone is then seen as a disconnect, which fails every request
+ * at once, and a timeout means a live server that does not answer.
+ */
+#define KFC_TIMEOUT_MIN		10000
+
 static unsigned int kfc_connect_ms = 10000;
 module_param_named(connect_ms, kfc_connect_ms, uint, 0644);
 MODULE_PARM_DESC(connect_ms, "how long a mount waits for the server (ms)");
@@ -82,8 +90,9 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		p->port = result.uint_32;
 		break;
 	case KFC_OPT_TIMEOUT:
-		if (result.uint_32 < 100 || result.uint_32 > 600000)
-			return invalfc(fc, "timeout must be 100..600000 ms");
+		if (result.uint_32 < KFC_TIMEOUT_MIN || result.uint_32 > 600000)
+			return invalfc(fc, "timeout must be %u..600000 ms",
+				       KFC_TIMEOUT_MIN);
 		p->timeout_ms = result.uint_32;
 		break;
 	case KFC_OPT_INFLIGHT:

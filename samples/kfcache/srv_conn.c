@@ -84,6 +84,15 @@ int kfc_handle_make(struct kfc_conn *c, const struct path *path,
 	if (c->nhandles >= KFC_SRV_MAX_HANDLES)
 		return -ENOSPC;
 	if (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode)) {
+		/*
+		 * dentry_open() checks no permission: the check an open(2)
+		 * as nobody would make (reading a directory takes search
+		 * permission too).
+		 */
+		ret = path_permission(path, S_ISDIR(inode->i_mode) ?
+				      MAY_READ | MAY_EXEC : MAY_READ);
+		if (ret)
+			return ret;
 		file = dentry_open(path, O_RDONLY | O_LARGEFILE | O_NOATIME,
 				   current_cred());
 		/* O_NOATIME needs ownership, which nobody rarely has */
