@@ -39,6 +39,7 @@ static void kverbs_pages_done(void *arg, int status)
 	struct kverbs_pages_op *po = arg;
 
 	kverbs_pages_unmap(po, po->n);
+	ib_device_put(po->ibdev);
 	if (po->done)
 		po->done(po->ctx, status);
 	kfree(po);
@@ -104,14 +105,15 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 	if (IS_ERR(op))
 		return PTR_ERR(op);
 	/*
-	 * The device, read while the endpoint is connected: the QP goes
-	 * only after the endpoint left CONNECTED and was drained, and
-	 * kverbs_op_post() refuses a post after that; the device outlives
-	 * its endpoints, so the mappings can be undone whatever happens.
+	 * The device, read while the endpoint is connected, and held until
+	 * the pages are unmapped: a device removal waits for it, so the
+	 * mappings are undone on a live device whatever happens.
 	 */
 	spin_lock_bh(&ep->lock);
 	ibdev = ep->state == KVERBS_EP_CONNECTED && ep->qp ?
 		ep->qp->device : NULL;
+	if (ibdev && !ib_device_try_get(ibdev))
+		ibdev = NULL;
 	spin_unlock_bh(&ep->lock);
 	ret = ep->error ?: -ENOTCONN;
 	if (!ibdev)
@@ -120,7 +122,7 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 	po = kmalloc(struct_size(po, dma, npages),
 		     kverbs_may_wait(flags) ? GFP_KERNEL : GFP_ATOMIC);
 	if (!po)
-		goto out_put;
+		goto out_dev;
 	po->ibdev = ibdev;
 	po->done = done;
 	po->ctx = ctx;
@@ -149,6 +151,8 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 out_unmap:
 	kverbs_pages_unmap(po, i);
 	kfree(po);
+out_dev:
+	ib_device_put(ibdev);
 out_put:
 	kverbs_op_put(ep, op);
 	return ret;

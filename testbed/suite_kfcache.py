@@ -320,8 +320,8 @@ def _bad_input(res, suite, srv, cli, mnt):
                     timeout=30)
     r = cli.run(f"cd {mnt}; cat secret.txt; echo rc=$?; ls closed; "
                 "echo rc=$?", timeout=60)
-    res.check(suite, "the server serves as nobody: a 0600 file and a 0700 "
-              "directory of root's are refused (EACCES)",
+    res.check(suite, "the server serves as nobody: reading a 0600 file and "
+              "a 0700 directory of root's is refused (EACCES)",
               r.out.count("rc=1") == 2 and "secret" not in
               r.out.replace("secret.txt", "") and
               "Permission denied" in r.out, r.out)

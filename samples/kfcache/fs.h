@@ -39,7 +39,10 @@ struct kfc_sb {
 	u32 next_tag;
 	atomic64_t malformed;
 	atomic64_t late;		/* answers to abandoned requests */
-	atomic64_t forget_dropped;	/* FORGETs without a send buffer */
+	atomic64_t forget_dropped;	/* FORGETs without memory to wait */
+	spinlock_t forget_lock;		/* @forgets */
+	struct list_head forgets;	/* FORGETs waiting for a buffer */
+	struct delayed_work forget_work;
 	/* flow control: pages of READs in flight, at most @inflight_max */
 	atomic_t inflight;
 	unsigned int inflight_max;
@@ -114,6 +117,8 @@ int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable);
 int kfc_call(struct kfc_sb *s, u8 op, u64 handle, void *req, u32 len,
 	     void *reply, u32 max);
 void kfc_forget(struct kfc_sb *s, u64 handle, u64 count);
+void kfc_forget_work(struct work_struct *work);
+void kfc_forget_drain(struct kfc_sb *s);
 int kfc_name_call(struct kfc_sb *s, u8 op, u64 handle, const char *name,
 		  u16 len, struct kfc_attr_reply *reply);
 

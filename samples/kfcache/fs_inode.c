@@ -274,8 +274,8 @@ static int kfc_d_revalidate(struct dentry *dentry, unsigned int flags)
 		ret = 0;
 	} else if (!ret) {
 		kfc_count_lookup(inode, be64_to_cpu(r->attr.handle));
-		ret = kfc_refresh(inode, &r->attr);
-		ret = ret == -ESTALE ? 0 : ret ?: 1;
+		/* pages that would not go leave the inode stale, still valid */
+		ret = kfc_refresh(inode, &r->attr) == -ESTALE ? 0 : 1;
 	}
 	kfree(r);
 	return ret;
@@ -300,7 +300,11 @@ static ssize_t kfc_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	struct inode *inode = file_inode(iocb->ki_filp);
 
 	if (READ_ONCE(KFC_I(inode)->stale)) {
-		int ret = kfc_revalidate(inode);
+		int ret;
+
+		if (iocb->ki_flags & IOCB_NOWAIT)
+			return -EAGAIN;
+		ret = kfc_revalidate(inode);
 
 		if (ret)
 			return ret;

@@ -186,8 +186,12 @@ static int kfc_read_folio(struct file *file, struct folio *folio)
 	rd->index = folio->index;
 	rd->n = 1;
 	rd->folio[0] = folio;
-	wait_event(KFC_SB(inode->i_sb)->inflight_wait,
-		   kfc_inflight_tryget(KFC_SB(inode->i_sb), 1));
+	if (wait_event_killable(KFC_SB(inode->i_sb)->inflight_wait,
+				kfc_inflight_tryget(KFC_SB(inode->i_sb), 1))) {
+		folio_unlock(folio);
+		kfree(rd);
+		return -EINTR;
+	}
 	rd->budget = true;
 	rd->ret = kfc_read_start(inode, rd);
 	kfc_read_finish(inode, rd, !rd->ret);
@@ -240,9 +244,14 @@ static void kfc_readahead(struct readahead_control *ractl)
 		while (nr == KFC_READ_INFLIGHT ||
 		       (nr && !kfc_inflight_tryget(s, r->n)))
 			kfc_readahead_retire(inode, rd, &nr);
-		if (!nr)
-			wait_event(s->inflight_wait,
-				   kfc_inflight_tryget(s, r->n));
+		/* killed: the rest is left to read_folio, or to no one */
+		if (!nr && wait_event_killable(s->inflight_wait,
+					       kfc_inflight_tryget(s, r->n))) {
+			r->ret = -EINTR;
+			kfc_read_finish(inode, r, false);
+			kfree(r);
+			break;
+		}
 		r->budget = true;
 		r->ret = kfc_read_start(inode, r);
 		if (r->ret) {

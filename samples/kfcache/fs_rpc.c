@@ -53,9 +53,19 @@ static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	call = xa_erase_bh(&s->calls, be32_to_cpu(h->tag));
 	if (!call)
 		goto malformed;
-	/* the answer to a request its caller gave up on: dropped */
+	/*
+	 * The answer to a request its caller gave up on: dropped, but a
+	 * handle it names is the server's lookup to give back.
+	 */
 	if (xa_is_value(call)) {
+		const struct kfc_attr_reply *r = (const void *)h;
+		u8 op = xa_to_value(call);
+
 		atomic64_inc(&s->late);
+		if (kfc_check_reply(op, sizeof(*r), h, len))
+			goto malformed;
+		if ((op == KFC_LOOKUP || op == KFC_MOUNT) && !h->status)
+			kfc_forget(s, be64_to_cpu(r->attr.handle), 1);
 		return 0;
 	}
 	ret = kfc_check_reply(call->op, call->max, h, len);
@@ -178,7 +188,7 @@ int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable)
 	       (long)wait_for_completion_timeout(&call->done, t);
 	if (left <= 0) {
 		void *old = xa_cmpxchg_bh(&s->calls, call->tag, call,
-					  xa_mk_value(0), GFP_KERNEL);
+					  xa_mk_value(call->op), GFP_KERNEL);
 
 		if (old == call) {
 			if (!left)
@@ -248,30 +258,15 @@ int kfc_name_call(struct kfc_sb *s, u8 op, u64 handle, const char *name,
 	return ret;
 }
 
-/**
- * kfc_forget - give the server back @count lookups of @handle
- * @s: mount
- * @handle: object
- * @count: lookups, at least 1
- *
- * No answer is awaited, and no send buffer either: eviction may run in
- * reclaim.  Without one, or on a dead or closing mount, nothing is sent;
- * the server drops a connection's handles with it.
- *
- * Context: process; does not sleep.
- */
-void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
+/* Send one FORGET now, without sleeping: false if no send buffer. */
+static bool kfc_forget_send(struct kfc_sb *s, u64 handle, u64 count)
 {
 	struct kfc_forget_req *rq;
 	struct kvmsg_buf *buf;
 
-	if (READ_ONCE(s->dead) || READ_ONCE(s->closing) || !count)
-		return;
 	buf = kvmsg_reserve(s->ep, sizeof(*rq), KVERBS_NOWAIT);
-	if (IS_ERR(buf)) {
-		atomic64_inc(&s->forget_dropped);
-		return;
-	}
+	if (IS_ERR(buf))
+		return PTR_ERR(buf) != -EAGAIN;	/* gone: nothing to owe */
 	rq = kvmsg_buf_data(buf);
 	memset(rq, 0, sizeof(*rq));
 	rq->hdr.op = KFC_FORGET;
@@ -279,4 +274,98 @@ void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
 	rq->hdr.handle = cpu_to_be64(handle);
 	rq->count = cpu_to_be64(count);
 	kvmsg_send(buf, sizeof(*rq), 0, NULL);
+	return true;
+}
+
+/* FORGETs that found no send buffer, sent by kfc_forget_work(). */
+struct kfc_forget_entry {
+	struct list_head node;
+	u64 handle;
+	u64 count;
+};
+
+/**
+ * kfc_forget - give the server back @count lookups of @handle
+ * @s: mount
+ * @handle: object
+ * @count: lookups, at least 1
+ *
+ * No answer is awaited, and no send buffer either: eviction may run in
+ * reclaim, and a late LOOKUP answer in softirq.  Without a buffer the
+ * FORGET waits in a backlog that a worker sends; without memory even
+ * for that it is dropped and counted (the server frees the handle with
+ * the connection).  On a dead or closing mount nothing is sent.
+ *
+ * Context: any but hard interrupt; does not sleep.
+ */
+void kfc_forget(struct kfc_sb *s, u64 handle, u64 count)
+{
+	struct kfc_forget_entry *e;
+
+	if (READ_ONCE(s->dead) || READ_ONCE(s->closing) || !count)
+		return;
+	if (list_empty_careful(&s->forgets) &&
+	    kfc_forget_send(s, handle, count))
+		return;
+	e = kmalloc(sizeof(*e), GFP_ATOMIC | __GFP_NOWARN);
+	if (!e) {
+		atomic64_inc(&s->forget_dropped);
+		return;
+	}
+	e->handle = handle;
+	e->count = count;
+	spin_lock_bh(&s->forget_lock);
+	list_add_tail(&e->node, &s->forgets);
+	spin_unlock_bh(&s->forget_lock);
+	mod_delayed_work(system_wq, &s->forget_work, 0);
+}
+
+/**
+ * kfc_forget_work - send the FORGET backlog, in order, as buffers free
+ * @work: the mount's
+ *
+ * Context: process (system workqueue); sleeps.
+ */
+void kfc_forget_work(struct work_struct *work)
+{
+	struct kfc_sb *s = container_of(to_delayed_work(work), struct kfc_sb,
+					forget_work);
+	struct kfc_forget_entry *e;
+
+	for (;;) {
+		spin_lock_bh(&s->forget_lock);
+		e = list_first_entry_or_null(&s->forgets,
+					     struct kfc_forget_entry, node);
+		if (e)
+			list_del(&e->node);
+		spin_unlock_bh(&s->forget_lock);
+		if (!e)
+			return;
+		if (!READ_ONCE(s->dead) && !READ_ONCE(s->closing) &&
+		    !kfc_forget_send(s, e->handle, e->count)) {
+			/* no buffer yet: back at the head, try again soon */
+			spin_lock_bh(&s->forget_lock);
+			list_add(&e->node, &s->forgets);
+			spin_unlock_bh(&s->forget_lock);
+			schedule_delayed_work(&s->forget_work, 1);
+			return;
+		}
+		kfree(e);
+	}
+}
+
+/**
+ * kfc_forget_drain - drop the FORGET backlog (unmount)
+ * @s: mount, closing
+ *
+ * Context: process; sleeps.
+ */
+void kfc_forget_drain(struct kfc_sb *s)
+{
+	struct kfc_forget_entry *e, *tmp;
+
+	cancel_delayed_work_sync(&s->forget_work);
+	list_for_each_entry_safe(e, tmp, &s->forgets, node)
+		kfree(e);
+	INIT_LIST_HEAD(&s->forgets);
 }

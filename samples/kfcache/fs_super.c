@@ -253,6 +253,9 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	s->timeout_ms = p->timeout_ms;
 	s->inflight_max = p->inflight;
 	init_waitqueue_head(&s->inflight_wait);
+	spin_lock_init(&s->forget_lock);
+	INIT_LIST_HEAD(&s->forgets);
+	INIT_DELAYED_WORK(&s->forget_work, kfc_forget_work);
 	xa_init_flags(&s->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	sb->s_fs_info = s;
 	sb->s_flags |= SB_RDONLY | SB_NOSEC;
@@ -364,6 +367,7 @@ static void kfc_kill_sb(struct super_block *sb)
 	if (!s)
 		return;
 	debugfs_remove(s->debugfs);
+	kfc_forget_drain(s);
 	kfc_disconnect(s);
 	xa_destroy(&s->calls);
 	kfree(s);

@@ -18,8 +18,12 @@
 
 #include "proto.h"
 
-/* Handles one connection may hold open at once (each an open file) */
-#define KFC_SRV_MAX_HANDLES	16384
+/*
+ * Handles one connection may hold at once, each a pinned dentry and most
+ * an open file (about 0.5 KB): a client caching more inodes than this
+ * gets -ENOSPC from lookups until it forgets some.
+ */
+#define KFC_SRV_MAX_HANDLES	65536
 /* Who clients are on the server: nobody, as NFS's all_squash */
 #define KFC_SRV_ANON_ID		65534
 
@@ -53,14 +57,16 @@ static inline void kfc_srv_count(int counter, s64 n)
 /*
  * One open object of a connection.  @file: regular files and directories
  * are opened when the handle is made, so READ never opens (it may run in
- * softirq); symlinks have none.  @nlookup: LOOKUP replies naming this
- * handle not yet forgotten by the client; at 0 the handle goes.
+ * softirq); symlinks have none, nor objects nobody may read (@open_err).
+ * @nlookup: LOOKUP replies naming this handle not yet forgotten by the
+ * client; at 0 the handle goes.
  */
 struct kfc_handle {
 	u32 id;
 	u64 nlookup;
 	struct path path;
 	struct file *file;
+	int open_err;			/* why @file is NULL for a file or dir */
 	struct hlist_node hnode;	/* in kfc_conn.by_dentry */
 };
 

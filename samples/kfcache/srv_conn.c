@@ -83,29 +83,24 @@ int kfc_handle_make(struct kfc_conn *c, const struct path *path,
 	}
 	if (c->nhandles >= KFC_SRV_MAX_HANDLES)
 		return -ENOSPC;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
 	if (S_ISREG(inode->i_mode) || S_ISDIR(inode->i_mode)) {
 		/*
 		 * dentry_open() checks no permission: the check an open(2)
-		 * as nobody would make (reading a directory takes search
-		 * permission too).
+		 * as nobody would make.  Without it the handle still names
+		 * the object (stat works, as it would locally), and reading
+		 * it answers @open_err.
 		 */
-		ret = path_permission(path, S_ISDIR(inode->i_mode) ?
-				      MAY_READ | MAY_EXEC : MAY_READ);
-		if (ret)
-			return ret;
-		file = dentry_open(path, O_RDONLY | O_LARGEFILE | O_NOATIME,
+		ret = path_permission(path, MAY_READ);
+		file = ret ? ERR_PTR(ret) :
+		       dentry_open(path, O_RDONLY | O_LARGEFILE | O_NOATIME,
 				   current_cred());
-		/* O_NOATIME needs ownership, which nobody rarely has */
-		if (IS_ERR(file) && PTR_ERR(file) == -EPERM)
-			file = dentry_open(path, O_RDONLY | O_LARGEFILE,
-					   current_cred());
-		if (IS_ERR(file))
-			return PTR_ERR(file);
-	}
-	h = kzalloc(sizeof(*h), GFP_KERNEL);
-	if (!h) {
-		ret = -ENOMEM;
-		goto out_file;
+		if (IS_ERR(file)) {
+			h->open_err = PTR_ERR(file);
+			file = NULL;
+		}
 	}
 	ret = xa_alloc(&c->handles, &id, h, xa_limit_32b, GFP_KERNEL);
 	if (ret)
@@ -123,7 +118,6 @@ int kfc_handle_make(struct kfc_conn *c, const struct path *path,
 
 out_free:
 	kfree(h);
-out_file:
 	if (file)
 		fput(file);
 	return ret;

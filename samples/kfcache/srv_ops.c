@@ -81,6 +81,9 @@ static struct kvmsg_buf *kfc_srv_reserve(struct kfc_conn *c, u32 len)
 static void kfc_srv_hdr(struct kfc_hdr *h, const struct kfc_hdr *rq,
 			int status)
 {
+	/* kernel-internal errnos (-ERESTARTSYS, -EOPENSTALE...) never leave */
+	if (status < -(ERESTARTSYS - 1) || status > 0)
+		status = -EIO;
 	memset(h, 0, sizeof(*h));
 	h->op = rq->op | KFC_REPLY;
 	h->version = KFC_PROTO_VERSION;
@@ -204,7 +207,10 @@ static bool kfc_srv_filldir(struct dir_context *ctx, const char *name,
 	if ((len == 1 && name[0] == '.') ||
 	    (len == 2 && name[0] == '.' && name[1] == '.'))
 		return true;
-	if (len > NAME_MAX || d->used + sz > d->room) {
+	/* a name the wire cannot carry is left out, not the rest with it */
+	if (len > NAME_MAX)
+		return true;
+	if (d->used + sz > d->room) {
 		d->full = true;
 		return false;
 	}
@@ -229,8 +235,10 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 	loff_t pos = be64_to_cpu(rq->cookie);
 	loff_t ret;
 
-	if (!dir->file || !d_is_dir(dir->path.dentry))
+	if (!d_is_dir(dir->path.dentry))
 		return kfc_srv_status(c, &rq->hdr, -ENOTDIR);
+	if (!dir->file)
+		return kfc_srv_status(c, &rq->hdr, dir->open_err);
 	if (pos < 0)
 		return kfc_srv_status(c, &rq->hdr, -EINVAL);
 	buf = kfc_srv_reserve(c, max);
@@ -352,8 +360,13 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	if (!npages || npages > KFC_READ_MAX_PAGES ||
 	    be64_to_cpu(rq->len) < (u64)npages << PAGE_SHIFT)
 		return -EPROTO;
-	if (!h->file || !S_ISREG(file_inode(h->file)->i_mode))
-		return kfc_srv_status(c, &rq->hdr, h->file ? -EISDIR : -EINVAL);
+	if (!d_is_reg(h->path.dentry))
+		return kfc_srv_status(c, &rq->hdr, d_is_dir(h->path.dentry) ?
+				      -EISDIR : -EINVAL);
+	if (!h->file)
+		return kfc_srv_status(c, &rq->hdr, h->open_err);
+	if (!maxw)
+		return kfc_srv_status(c, &rq->hdr, -EOPNOTSUPP);
 	if (index > (MAX_LFS_FILESIZE >> PAGE_SHIFT) - npages)
 		return kfc_srv_status(c, &rq->hdr, -EFBIG);
 	inode = file_inode(h->file);
