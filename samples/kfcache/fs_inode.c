@@ -348,9 +348,7 @@ static int kfc_readdir(struct file *file, struct dir_context *ctx)
 	loff_t pos;
 	int ret = 0;
 
-	if (!dir_emit_dots(file, ctx))
-		return 0;
-	if (ctx->pos != dp->pos || ctx->pos == 2) {
+	if (ctx->pos != dp->pos || ctx->pos <= 2) {
 		dp->pos = 2;
 		dp->cookie = 0;
 		dp->eof = false;
@@ -367,6 +365,12 @@ static int kfc_readdir(struct file *file, struct dir_context *ctx)
 		ret = kfc_call(s, KFC_READDIR, KFC_I(inode)->handle, &rq,
 			       sizeof(rq), r, KFC_MAX_MSG);
 		if (ret)
+			break;
+		/*
+		 * "." and ".." only once the server answered: a directory it
+		 * refuses fails before any entry, not after two of them.
+		 */
+		if (!dir_emit_dots(file, ctx))
 			break;
 		/* a server that neither lists nor ends would loop us */
 		if (!r->count && !r->eof && be64_to_cpu(r->next) == dp->cookie) {
