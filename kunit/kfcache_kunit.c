@@ -72,7 +72,7 @@ static void kfc_kunit_attr_reply(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kfc_check_reply(KFC_LOOKUP, max, &r, sizeof(r)),
 			-EPROTO);
 	kfc_kunit_attr(&r.attr, S_IFDIR | 0755);
-	r.attr.reserved = cpu_to_be32(1);
+	r.attr.access = cpu_to_be32(2);
 	KUNIT_EXPECT_EQ(test, kfc_check_reply(KFC_LOOKUP, max, &r, sizeof(r)),
 			-EPROTO);
 }

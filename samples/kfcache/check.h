@@ -89,12 +89,13 @@ static inline int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
 	return p == end ? 0 : -EPROTO;
 }
 
-/* An object's attributes: a handle, a known type, nothing reserved set. */
+/* An object's attributes: a handle, a known type, known access bits. */
 static inline int kfc_check_attr(const struct kfc_attr *a)
 {
 	u32 mode = be32_to_cpu(a->mode);
 
-	if (!a->handle || a->reserved || (mode & ~(S_IFMT | 07777)))
+	if (!a->handle || (be32_to_cpu(a->access) & ~KFC_ACCESS_ALL) ||
+	    (mode & ~(S_IFMT | 07777)))
 		return -EPROTO;
 	switch (mode & S_IFMT) {
 	case S_IFREG: case S_IFDIR: case S_IFLNK: case S_IFCHR:

@@ -100,8 +100,11 @@ static int kfc_refresh(struct inode *inode, const struct kfc_attr *a)
 	return ret;
 }
 
-/* GETATTR of @inode, then kfc_refresh(). */
-static int kfc_revalidate(struct inode *inode)
+/*
+ * GETATTR of @inode, then kfc_refresh().  @access: the access bits the
+ * server reported, or NULL.
+ */
+static int kfc_revalidate(struct inode *inode, u32 *access)
 {
 	struct kfc_attr_reply *r;
 	struct kfc_hdr rq;
@@ -114,7 +117,23 @@ static int kfc_revalidate(struct inode *inode)
 		       &rq, sizeof(rq), r, sizeof(*r));
 	if (!ret)
 		ret = kfc_refresh(inode, &r->attr);
+	if (!ret && access)
+		*access = be32_to_cpu(r->attr.access);
 	kfree(r);
+	return ret;
+}
+
+/*
+ * Opening asks the server: what it will not let us read (nobody's view,
+ * srv_conn.c) fails here with -EACCES, not at the first read.
+ */
+static int kfc_open_check(struct inode *inode)
+{
+	u32 access = 0;
+	int ret = kfc_revalidate(inode, &access);
+
+	if (!ret && !(access & KFC_ACCESS_READ))
+		ret = -EACCES;
 	return ret;
 }
 
@@ -288,7 +307,7 @@ const struct dentry_operations kfc_dentry_ops = {
 /* Close-to-open: the open sees what the server had when it began. */
 static int kfc_file_open(struct inode *inode, struct file *file)
 {
-	return kfc_revalidate(inode) ?: generic_file_open(inode, file);
+	return kfc_open_check(inode) ?: generic_file_open(inode, file);
 }
 
 /*
@@ -304,7 +323,7 @@ static ssize_t kfc_file_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 		if (iocb->ki_flags & IOCB_NOWAIT)
 			return -EAGAIN;
-		ret = kfc_revalidate(inode);
+		ret = kfc_revalidate(inode, NULL);
 
 		if (ret)
 			return ret;
@@ -326,8 +345,12 @@ struct kfc_dir_pos {
 
 static int kfc_dir_open(struct inode *inode, struct file *file)
 {
-	struct kfc_dir_pos *dp = kzalloc(sizeof(*dp), GFP_KERNEL);
+	struct kfc_dir_pos *dp;
+	int ret = kfc_open_check(inode);
 
+	if (ret)
+		return ret;
+	dp = kzalloc(sizeof(*dp), GFP_KERNEL);
 	file->private_data = dp;
 	return dp ? 0 : -ENOMEM;
 }

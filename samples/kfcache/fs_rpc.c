@@ -191,10 +191,18 @@ int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable)
 					  xa_mk_value(call->op), GFP_KERNEL);
 
 		if (old == call) {
-			if (!left)
-				pr_warn_ratelimited("kfcache: %pISp did not answer in %u ms\n",
-						    &s->addr, s->timeout_ms);
-			return left ? -EINTR : -EIO;
+			if (left)
+				return -EINTR;
+			/*
+			 * Silent past the timeout, longer than the transport's
+			 * own failure detection: the server is taken to be
+			 * gone, as if disconnected (no request after this one
+			 * waits for it again).
+			 */
+			pr_warn("kfcache: %pISp did not answer in %u ms: requests fail with -EIO until unmount\n",
+				&s->addr, s->timeout_ms);
+			kfc_fail_calls(s);
+			return -EIO;
 		}
 		/* answered or failed meanwhile: its completion is on its way */
 		wait_for_completion(&call->done);

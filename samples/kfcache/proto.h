@@ -72,8 +72,12 @@ struct kfc_attr {
 	__be32 nlink;
 	__be32 uid;
 	__be32 gid;
-	__be32 reserved;
+	__be32 access;		/* KFC_ACCESS_*: what the server lets us do */
 };
+
+/* kfc_attr.access */
+#define KFC_ACCESS_READ		0x1	/* reading it is allowed */
+#define KFC_ACCESS_ALL		0x1
 
 /* MOUNT and LOOKUP: a name follows (not NUL-terminated). */
 struct kfc_name_req {

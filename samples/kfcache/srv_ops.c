@@ -118,6 +118,8 @@ static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
 	kfc_srv_hdr(&r->hdr, rq, 0);
 	kfc_srv_fill_attr(&r->attr, kfc_handle_wire(c, h),
 			  d_inode(h->path.dentry));
+	if (h->file)
+		r->attr.access = cpu_to_be32(KFC_ACCESS_READ);
 	kvmsg_send(buf, sizeof(*r), 0, NULL);
 	return 0;
 }
@@ -380,6 +382,7 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	 * other way round (old bytes under a new version).
 	 */
 	kfc_srv_fill_attr(&r->attr, be64_to_cpu(rq->hdr.handle), inode);
+	r->attr.access = cpu_to_be32(KFC_ACCESS_READ);
 	size = be64_to_cpu(r->attr.size);
 	n = 0;
 	if (index < DIV_ROUND_UP_ULL(size, PAGE_SIZE))
