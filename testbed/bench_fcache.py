@@ -30,6 +30,7 @@ Writes build/bench/fcache.json (ratio_qd1_read_over_nfs_rdma,
 ratio_seq_throughput_over_nfs_rdma, server CPU per GB) and fcache.svg.
 """
 import json
+import os
 import re
 import shutil
 import time
@@ -238,6 +239,8 @@ def main(args):
     files["/kvlab/modules/rawping.ko"] = mods["rawping.ko"]
     ovl, sets = fcache_env.overlay(k, workdir / "overlay.cpio.gz", files)
     runs = {m: [] for m in METHODS}
+    # the disk image's dirty pages written back now, not under round 1
+    os.sync()
     with Cluster(k, nodes=2, workdir=workdir, overlay=ovl, mem_mb=1024,
                  boot_timeout=300, disks=[img, None]) as c:
         srv, cli = c.nodes
