@@ -46,7 +46,6 @@ ROWS = {"read": "read, O = H",
         "write_k1": "write, O = H, k = 1",
         "write_k2": "write, O = H, k = 2"}
 MEDIAN_COLUMN = "R med us"    # kdsm-faults: R's median over the rounds
-RAW_PORT = 18519
 GOALS = {"read_fault_kernel_over_user": 0.5,
          "read_fault_kernel_over_raw": 1.5}
 
@@ -111,7 +110,7 @@ class Runner:
     def raw(self):
         """{read: us}: rawping's page exchange, node 1 asking node 2."""
         return {"read": rawping.page_exchange_us(
-            self.nodes[0], self.nodes[1], self.iters * 20, RAW_PORT)}
+            self.nodes[0], self.nodes[1], self.iters * 20)}
 
     def _rows(self, what, res):
         row = parse_faults(res[0][2])

@@ -13,6 +13,12 @@
 
 #include "proto.h"
 
+/* "." or "..": names the client's dcache answers, never the wire. */
+static inline bool kfc_name_is_dots(const char *name, unsigned int len)
+{
+	return name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.'));
+}
+
 /*
  * kfc_check_request - a request's header and length for its op: 0, or
  * -EPROTO (the server closes the connection).  Names (MOUNT, LOOKUP) are
@@ -56,9 +62,7 @@ static inline int kfc_check_name(const struct kfc_name_req *rq, u32 len,
 	    rq->reserved[2])
 		return -EPROTO;
 	if (!n || n > max || memchr(rq->name, '/', n) ||
-	    memchr(rq->name, '\0', n) ||
-	    (n == 1 && rq->name[0] == '.') ||
-	    (n == 2 && rq->name[0] == '.' && rq->name[1] == '.'))
+	    memchr(rq->name, '\0', n) || kfc_name_is_dots(rq->name, n))
 		return -EINVAL;
 	*name = rq->name;
 	*nlen = n;
@@ -81,8 +85,7 @@ static inline int kfc_check_dirents(const struct kfc_readdir_reply *r, u32 len)
 		    end - p < KFC_DIRENT_SIZE(e->len) ||
 		    e->reserved[0] || e->reserved[1] || e->reserved[2] ||
 		    memchr(name, '/', e->len) || memchr(name, '\0', e->len) ||
-		    (e->len == 1 && name[0] == '.') ||
-		    (e->len == 2 && name[0] == '.' && name[1] == '.'))
+		    kfc_name_is_dots(name, e->len))
 			return -EPROTO;
 		p += KFC_DIRENT_SIZE(e->len);
 	}

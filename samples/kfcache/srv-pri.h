@@ -95,6 +95,5 @@ u64 kfc_handle_wire(const struct kfc_conn *c, const struct kfc_handle *h);
 
 /* srv_ops.c */
 extern const struct kvmsg_ops kfc_srv_msg_ops;
-void kfc_srv_fill_attr(struct kfc_attr *a, u64 handle, struct inode *inode);
 
 #endif /* _KFCACHE_SRV_PRI_H */

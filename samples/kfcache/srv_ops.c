@@ -51,7 +51,8 @@ static void kfc_srv_write_done(void *ctx, int status)
  *
  * Context: any.
  */
-void kfc_srv_fill_attr(struct kfc_attr *a, u64 handle, struct inode *inode)
+static void kfc_srv_fill_attr(struct kfc_attr *a, u64 handle,
+			      struct inode *inode)
 {
 	struct timespec64 mt = kverbs_inode_get_mtime(inode);
 	struct timespec64 ct = inode_get_ctime(inode);
@@ -70,12 +71,6 @@ void kfc_srv_fill_attr(struct kfc_attr *a, u64 handle, struct inode *inode)
 	a->nlink = cpu_to_be32(inode->i_nlink);
 	a->uid = cpu_to_be32(from_kuid(&init_user_ns, inode->i_uid));
 	a->gid = cpu_to_be32(from_kgid(&init_user_ns, inode->i_gid));
-}
-
-/* A reply buffer for @rq's answer of @len bytes; ERR_PTR(-EAGAIN) etc. */
-static struct kvmsg_buf *kfc_srv_reserve(struct kfc_conn *c, u32 len)
-{
-	return kvmsg_reserve(c->ep, len, 0);
 }
 
 static void kfc_srv_hdr(struct kfc_hdr *h, const struct kfc_hdr *rq,
@@ -97,7 +92,7 @@ static void kfc_srv_hdr(struct kfc_hdr *h, const struct kfc_hdr *rq,
 static int kfc_srv_status(struct kfc_conn *c, const struct kfc_hdr *rq,
 			  int status)
 {
-	struct kvmsg_buf *buf = kfc_srv_reserve(c, sizeof(struct kfc_hdr));
+	struct kvmsg_buf *buf = kvmsg_reserve(c->ep, sizeof(struct kfc_hdr), 0);
 
 	if (IS_ERR(buf))
 		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
@@ -109,7 +104,8 @@ static int kfc_srv_status(struct kfc_conn *c, const struct kfc_hdr *rq,
 static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
 			      struct kfc_handle *h)
 {
-	struct kvmsg_buf *buf = kfc_srv_reserve(c, sizeof(struct kfc_attr_reply));
+	struct kvmsg_buf *buf = kvmsg_reserve(c->ep, sizeof(struct kfc_attr_reply),
+					      0);
 	struct kfc_attr_reply *r;
 
 	if (IS_ERR(buf))
@@ -206,8 +202,7 @@ static bool kfc_srv_filldir(struct dir_context *ctx, const char *name,
 	u32 sz = KFC_DIRENT_SIZE(len);
 
 	d->next = pos;
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
+	if (kfc_name_is_dots(name, len))
 		return true;
 	/* a name the wire cannot carry is left out, not the rest with it */
 	if (len > NAME_MAX)
@@ -243,7 +238,7 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 		return kfc_srv_status(c, &rq->hdr, dir->open_err);
 	if (pos < 0)
 		return kfc_srv_status(c, &rq->hdr, -EINVAL);
-	buf = kfc_srv_reserve(c, max);
+	buf = kvmsg_reserve(c->ep, max, 0);
 	if (IS_ERR(buf))
 		return 0;
 	r = kvmsg_buf_data(buf);
@@ -293,7 +288,7 @@ static int kfc_srv_readlink(struct kfc_conn *c, struct kfc_handle *h,
 		do_delayed_call(&done);
 		return kfc_srv_status(c, rq, -ENAMETOOLONG);
 	}
-	buf = kfc_srv_reserve(c, sizeof(*r) + n);
+	buf = kvmsg_reserve(c->ep, sizeof(*r) + n, 0);
 	if (IS_ERR(buf)) {
 		do_delayed_call(&done);
 		return 0;
@@ -372,7 +367,7 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	if (index > (MAX_LFS_FILESIZE >> PAGE_SHIFT) - npages)
 		return kfc_srv_status(c, &rq->hdr, -EFBIG);
 	inode = file_inode(h->file);
-	buf = kfc_srv_reserve(c, sizeof(*r));
+	buf = kvmsg_reserve(c->ep, sizeof(*r), 0);
 	if (IS_ERR(buf))
 		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
 	r = kvmsg_buf_data(buf);
