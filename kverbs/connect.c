@@ -69,6 +69,9 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 			       dom->kdev->ibdev->attrs.max_sge_rd);
 	ep->max_sge_pages = min_t(int, dom->write_pages,
 				  dom->kdev->ibdev->attrs.max_send_sge);
+	ep->max_sge_read_pages = min_t(int, dom->read_pages,
+				       min(dom->kdev->ibdev->attrs.max_send_sge,
+					   dom->kdev->ibdev->attrs.max_sge_rd));
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
 
 	ret = kverbs_sq_alloc(ep);
@@ -83,7 +86,8 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	init.recv_cq = dom->cq;
 	init.cap.max_send_wr = b->send_wr;
 	init.cap.max_recv_wr = b->recv_wr;
-	init.cap.max_send_sge = max(ep->max_sge, ep->max_sge_pages);
+	init.cap.max_send_sge = max3(ep->max_sge, ep->max_sge_pages,
+				     ep->max_sge_read_pages);
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;

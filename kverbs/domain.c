@@ -72,7 +72,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	    attr->depth > KVERBS_CM_MAX_DEPTH ||
 	    attr->max_msg < KVERBS_CM_MIN_MSG ||
 	    attr->max_msg > KVERBS_CM_MAX_MSG || !attr->max_eps ||
-	    attr->write_pages > KVERBS_PAGES_MAX_SGE)
+	    attr->write_pages > KVERBS_PAGES_MAX_SGE ||
+	    attr->read_pages > KVERBS_PAGES_MAX_SGE)
 		return ERR_PTR(-EINVAL);
 
 	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
@@ -92,6 +93,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	dom->depth = attr->depth;
 	dom->max_msg = attr->max_msg;
 	dom->write_pages = attr->write_pages;
+	dom->read_pages = attr->read_pages;
 	spin_lock_init(&dom->poll_lock);
 
 	ret = kverbs_upper->domain_init(dom, attr, &dom->budget);

@@ -273,6 +273,7 @@ struct kverbs_domain {
 	u16 depth;
 	u32 max_msg;
 	u8 write_pages;			/* kverbs_domain_attr.write_pages */
+	u8 read_pages;			/* kverbs_domain_attr.read_pages */
 	u32 next_ep_id;			/* under @lock */
 	struct work_struct free_work;	/* the final free, on kverbs_wq */
 
@@ -367,6 +368,7 @@ struct kverbs_ep {
 	u8 max_sge;			/* of a send WR, <= KVERBS_RDMA_MAX_SEGS */
 	u8 max_sge_rd;			/* of an RDMA READ, <= @max_sge */
 	u8 max_sge_pages;		/* of a page write, <= KVERBS_PAGES_MAX_SGE */
+	u8 max_sge_read_pages;		/* of a page read, likewise */
 	struct list_head grants;
 
 	u32 peer_node;

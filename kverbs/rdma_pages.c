@@ -1,26 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * RDMA writes from pages that belong to no region: page-cache pages a
- * server sends once, say.  Each page is DMA-mapped for the one write that
- * carries it and unmapped when that write completes, so nothing of ours
- * stays mapped, and nothing of ours is ever remotely reachable: the write
- * uses the endpoint's local DMA key, and only the peer's grant is remote.
+ * RDMA writes from, and reads into, pages that belong to no region:
+ * page-cache pages a server sends once, or pages a task waits for.  Each
+ * page is DMA-mapped for the one operation that carries it and unmapped
+ * when that operation completes, so nothing of ours stays mapped, and
+ * nothing of ours is ever remotely reachable: the operation uses the
+ * endpoint's local DMA key, and only the peer's grant is remote.
  *
  * Mapping a page is an atomic-safe call, so unlike kverbs_region_create()
  * this works from a softirq receive handler; the cost is one map and one
- * unmap per page per write, which for pages sent once is the least any
- * registration costs.
+ * unmap per page per operation, which for pages moved once is the least
+ * any registration costs.
+ *
+ * iWARP needs the sink of an RDMA READ registered for remote write, which
+ * the local DMA key is not: reads are refused there (-EOPNOTSUPP).
  */
 #include "kverbs-pri.h"
 
 /*
- * One write in flight: its pages' DMA addresses, for the unmap in
+ * One operation in flight: its pages' DMA addresses, for the unmap in
  * kverbs_pages_done().  Freed there.
  */
 struct kverbs_pages_op {
 	struct ib_device *ibdev;
 	kverbs_rdma_done_t done;
 	void *ctx;
+	enum dma_data_direction dir;
 	unsigned int n;
 	u64 dma[];
 };
@@ -30,8 +35,7 @@ static void kverbs_pages_unmap(struct kverbs_pages_op *po, unsigned int n)
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		ib_dma_unmap_page(po->ibdev, po->dma[i], PAGE_SIZE,
-				  DMA_TO_DEVICE);
+		ib_dma_unmap_page(po->ibdev, po->dma[i], PAGE_SIZE, po->dir);
 }
 
 static void kverbs_pages_done(void *arg, int status)
@@ -59,6 +63,83 @@ unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep)
 	return READ_ONCE(ep->max_sge_pages);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_write_pages, KVERBS_NS);
+
+/* Both directions; @max is the endpoint's cap for @opcode. */
+static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
+			     unsigned int max, struct page **pages,
+			     unsigned int npages,
+			     const struct kverbs_remote *remote,
+			     kverbs_rdma_done_t done, void *ctx,
+			     unsigned int flags)
+{
+	struct ib_sge sge[KVERBS_PAGES_MAX_SGE];
+	struct kverbs_pages_op *po;
+	struct ib_rdma_wr wr = {};
+	struct ib_device *ibdev;
+	struct kverbs_op *op;
+	unsigned int i;
+	int ret;
+
+	if (!npages || npages > max || remote->reserved ||
+	    remote->len < (u64)npages << PAGE_SHIFT)
+		return -EINVAL;
+	op = kverbs_op_get(ep, flags);
+	if (IS_ERR(op))
+		return PTR_ERR(op);
+	/*
+	 * The device, read while the endpoint is connected, and held until
+	 * the pages are unmapped: a device removal waits for it, so the
+	 * mappings are undone on a live device whatever happens.
+	 */
+	spin_lock_bh(&ep->lock);
+	ibdev = ep->state == KVERBS_EP_CONNECTED && ep->qp ?
+		ep->qp->device : NULL;
+	if (ibdev && !ib_device_try_get(ibdev))
+		ibdev = NULL;
+	spin_unlock_bh(&ep->lock);
+	ret = ep->error ?: -ENOTCONN;
+	if (!ibdev)
+		goto out_put;
+	ret = -ENOMEM;
+	po = kmalloc(struct_size(po, dma, npages),
+		     kverbs_may_wait(flags) ? GFP_KERNEL : GFP_ATOMIC);
+	if (!po)
+		goto out_dev;
+	po->ibdev = ibdev;
+	po->done = done;
+	po->ctx = ctx;
+	po->dir = opcode == IB_WR_RDMA_READ ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+	po->n = npages;
+	for (i = 0; i < npages; i++) {
+		po->dma[i] = ib_dma_map_page(po->ibdev, pages[i], 0, PAGE_SIZE,
+					     po->dir);
+		if (ib_dma_mapping_error(po->ibdev, po->dma[i])) {
+			ret = -EIO;
+			goto out_unmap;
+		}
+		sge[i].addr = po->dma[i];
+		sge[i].length = PAGE_SIZE;
+		sge[i].lkey = ep->lkey;
+	}
+	op->done = kverbs_pages_done;
+	op->ctx = po;
+	wr.wr.opcode = opcode;
+	wr.wr.sg_list = sge;
+	wr.wr.num_sge = npages;
+	wr.remote_addr = remote->offset;
+	wr.rkey = remote->rkey;
+	ret = kverbs_op_post(ep, op, &wr.wr);
+	if (!ret)
+		return 0;
+out_unmap:
+	kverbs_pages_unmap(po, i);
+	kfree(po);
+out_dev:
+	ib_device_put(ibdev);
+out_put:
+	kverbs_op_put(ep, op);
+	return ret;
+}
 
 /**
  * kverbs_rdma_write_pages - write whole pages of ours into a peer's memory
@@ -90,71 +171,59 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 			    kverbs_rdma_done_t done, void *ctx,
 			    unsigned int flags)
 {
-	struct ib_sge sge[KVERBS_PAGES_MAX_SGE];
-	struct kverbs_pages_op *po;
-	struct ib_rdma_wr wr = {};
-	struct ib_device *ibdev;
-	struct kverbs_op *op;
-	unsigned int i;
-	int ret;
-
-	if (!npages || npages > READ_ONCE(ep->max_sge_pages) ||
-	    remote->reserved || remote->len < (u64)npages << PAGE_SHIFT)
-		return -EINVAL;
-	op = kverbs_op_get(ep, flags);
-	if (IS_ERR(op))
-		return PTR_ERR(op);
-	/*
-	 * The device, read while the endpoint is connected, and held until
-	 * the pages are unmapped: a device removal waits for it, so the
-	 * mappings are undone on a live device whatever happens.
-	 */
-	spin_lock_bh(&ep->lock);
-	ibdev = ep->state == KVERBS_EP_CONNECTED && ep->qp ?
-		ep->qp->device : NULL;
-	if (ibdev && !ib_device_try_get(ibdev))
-		ibdev = NULL;
-	spin_unlock_bh(&ep->lock);
-	ret = ep->error ?: -ENOTCONN;
-	if (!ibdev)
-		goto out_put;
-	ret = -ENOMEM;
-	po = kmalloc(struct_size(po, dma, npages),
-		     kverbs_may_wait(flags) ? GFP_KERNEL : GFP_ATOMIC);
-	if (!po)
-		goto out_dev;
-	po->ibdev = ibdev;
-	po->done = done;
-	po->ctx = ctx;
-	po->n = npages;
-	for (i = 0; i < npages; i++) {
-		po->dma[i] = ib_dma_map_page(po->ibdev, pages[i], 0, PAGE_SIZE,
-					     DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(po->ibdev, po->dma[i])) {
-			ret = -EIO;
-			goto out_unmap;
-		}
-		sge[i].addr = po->dma[i];
-		sge[i].length = PAGE_SIZE;
-		sge[i].lkey = ep->lkey;
-	}
-	op->done = kverbs_pages_done;
-	op->ctx = po;
-	wr.wr.opcode = IB_WR_RDMA_WRITE;
-	wr.wr.sg_list = sge;
-	wr.wr.num_sge = npages;
-	wr.remote_addr = remote->offset;
-	wr.rkey = remote->rkey;
-	ret = kverbs_op_post(ep, op, &wr.wr);
-	if (!ret)
-		return 0;
-out_unmap:
-	kverbs_pages_unmap(po, i);
-	kfree(po);
-out_dev:
-	ib_device_put(ibdev);
-out_put:
-	kverbs_op_put(ep, op);
-	return ret;
+	return kverbs_rdma_pages(ep, IB_WR_RDMA_WRITE,
+				 READ_ONCE(ep->max_sge_pages), pages, npages,
+				 remote, done, ctx, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_write_pages, KVERBS_NS);
+
+/**
+ * kverbs_ep_max_read_pages - pages one kverbs_rdma_read_pages() carries
+ * @ep: connected endpoint
+ *
+ * Context: any.
+ * Return: the domain's @read_pages, capped at the device's send and RDMA
+ * READ SGE limits; 0 before the endpoint has a queue pair, and on iWARP.
+ * It stays after the endpoint's teardown.
+ */
+unsigned int kverbs_ep_max_read_pages(const struct kverbs_ep *ep)
+{
+	return ep->iwarp ? 0 : READ_ONCE(ep->max_sge_read_pages);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
+
+/**
+ * kverbs_rdma_read_pages - read a peer's memory into whole pages of ours
+ * @ep: connected endpoint
+ * @pages: the sinks, filled in order from consecutive remote bytes; they
+ *	must stay allocated, and nobody may write them, until @done runs
+ * @npages: 1..kverbs_ep_max_read_pages(@ep) (the domain's @read_pages)
+ * @remote: where; at least @npages pages long
+ * @done: called once when the read completed (0: the pages hold the data)
+ *	or failed (-errno: their contents are undefined), after the pages are
+ *	unmapped; NULL for none.  Context: softirq, or process during
+ *	teardown.
+ * @ctx: passed to @done
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
+ *
+ * One work request, signaled, mapped and unmapped as for
+ * kverbs_rdma_write_pages().  The peer's CPU takes no part.
+ *
+ * Context: process, may sleep; softirq (not hard interrupt) with
+ * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT).
+ * Return: 0 when posted (then @done runs exactly once); -EOPNOTSUPP on
+ * iWARP, otherwise as kverbs_rdma_write_pages().
+ */
+int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
+			   unsigned int npages,
+			   const struct kverbs_remote *remote,
+			   kverbs_rdma_done_t done, void *ctx,
+			   unsigned int flags)
+{
+	if (ep->iwarp)
+		return -EOPNOTSUPP;
+	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ,
+				 READ_ONCE(ep->max_sge_read_pages), pages,
+				 npages, remote, done, ctx, flags);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read_pages, KVERBS_NS);

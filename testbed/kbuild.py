@@ -23,7 +23,7 @@ else:
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
                   "include", "kverbs", "kvmsg", "kvmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko", "kdsm.ko",
-                   "kfcache_srv.ko", "kfcache.ko"]
+                   "kfcache_srv.ko", "kfcache.ko", "kmigrate.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kdsm_kunit.ko",
                  "kfcache_kunit.ko",
                  "kvtest.ko", "kvleak.ko"]

@@ -83,6 +83,8 @@ struct kverbs_domain_ops {
  * @write_pages: pages one kverbs_rdma_write_pages() on its endpoints may
  *	carry (0..KVERBS_PAGES_MAX_SGE): a send WR takes that many SGEs, so
  *	a domain that never writes pages keeps its WRs small.  0: refused.
+ * @read_pages: likewise for kverbs_rdma_read_pages(), further capped by
+ *	the device's RDMA READ SGE limit.  0: refused.
  */
 struct kverbs_domain_attr {
 	const struct kverbs_domain_ops *ops;
@@ -94,6 +96,7 @@ struct kverbs_domain_attr {
 	u32 max_msg;
 	u16 max_eps;
 	u8 write_pages;
+	u8 read_pages;
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);
@@ -133,7 +136,7 @@ struct page;
 #define KVERBS_ACCESS_REMOTE_ATOMIC	0x4
 #define KVERBS_ACCESS_ALL		0x7
 #define KVERBS_RDMA_MAX_SEGS		4
-/* Pages one kverbs_rdma_write_pages() call may carry, at most */
+/* Pages one kverbs_rdma_{read,write}_pages() call may carry, at most */
 #define KVERBS_PAGES_MAX_SGE		16
 
 /**
@@ -225,6 +228,12 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 			    kverbs_rdma_done_t done, void *ctx,
 			    unsigned int flags);
 unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep);
+int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
+			   unsigned int npages,
+			   const struct kverbs_remote *remote,
+			   kverbs_rdma_done_t done, void *ctx,
+			   unsigned int flags);
+unsigned int kverbs_ep_max_read_pages(const struct kverbs_ep *ep);
 int kverbs_atomic_cmp_swap(struct kverbs_ep *ep,
 			   const struct kverbs_rdma_op *op, u64 compare,
 			   u64 swap, unsigned int flags);

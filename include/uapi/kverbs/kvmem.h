@@ -19,7 +19,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define KVMEM_MAX_PAGES		(1U << 16)
+#define KVMEM_MAX_PAGES		(1U << 18)	/* 1 GiB of 4 KiB pages */
 #define KVMEM_MAX_RANGES		4096
 
 /* Page protections, in increasing order of access. */

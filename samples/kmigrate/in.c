@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * kmigrate destination: an incoming migration until its process runs.
+ *
+ * PREPARE (process context) makes an arena of absent pages and queues it
+ * for the spawner; KEYS fill in the source's grant.  The spawner's
+ * KMIGRATE_IOC_ACCEPT takes it and starts the executable; that process
+ * attaches (its fingerprint must equal the source's), maps the arena and
+ * calls KMIGRATE_IOC_RESUME, which sends READY and waits for FROZEN.
+ * FROZEN grants the pages that do not move (zeroed here), hands over the
+ * context and starts the pull (pull.c); RESUMED tells the source when the
+ * process runs, DONE when nothing more is needed of it.
+ *
+ * DONE's status: ARRIVED (every page here), EXITED (the process ended
+ * first: its pages no longer matter) or ABORTED (the process died before
+ * it resumed: the source resumes its copy).  DONE is sent once, after
+ * RESUMED if the process resumed.
+ */
+#include <linux/cred.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "kmigrate-pri.h"
+#include "check.h"
+
+static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
+{
+	struct kmig_ready r = { .status = cpu_to_be32(status) };
+
+	kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
+	down_read(&a->ep_sem);
+	if (a->ep && !a->out)
+		kmig_send(a->ep, &r, sizeof(r), 0);
+	up_read(&a->ep_sem);
+}
+
+/**
+ * kmig_in_send_done - tell the source it may free its copy (or resume it)
+ * @a: the arena
+ * @status: KMIG_DONE_*
+ *
+ * Once per migration; a no-op without a connection.
+ *
+ * Context: process.
+ */
+void kmig_in_send_done(struct kmig_arena *a, u32 status)
+{
+	struct kmig_done d = { .status = cpu_to_be32(status) };
+	bool send;
+
+	kmig_hdr_init(&d.hdr, KMIG_DONE, sizeof(d));
+	down_read(&a->ep_sem);
+	spin_lock_bh(&a->lock);
+	send = a->ep && !a->out && !a->done_sent;
+	a->done_sent = true;
+	spin_unlock_bh(&a->lock);
+	if (send)
+		kmig_send(a->ep, &d, sizeof(d), 0);
+	up_read(&a->ep_sem);
+}
+
+/**
+ * kmig_in_prepare - PREPARE on a new accepted endpoint
+ * @ep: the endpoint, without priv
+ * @p: the message, header checked
+ * @len: its length
+ *
+ * Context: process (deferred kvmsg handler).
+ * Return: 0 (a refusal goes back as READY), or -EPROTO.
+ */
+int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
+		    u32 len)
+{
+	u32 npages, nkeys, path_len, args_len, fp_len;
+	struct kmig_exec *exec;
+	struct kmig_arena *a;
+	struct kmig_conn *c;
+	u64 va;
+
+	if (kmig_check_prepare(p, len))
+		return -EPROTO;
+	npages = be32_to_cpu(p->npages);
+	nkeys = be32_to_cpu(p->nkeys);
+	va = be64_to_cpu(p->va);
+	path_len = be16_to_cpu(p->path_len);
+	args_len = be16_to_cpu(p->args_len);
+	fp_len = be16_to_cpu(p->fp_len);
+
+	exec = kzalloc(sizeof(*exec), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	a = exec && c ? kmig_arena_new(npages, va, KVMEM_PROT_NONE) :
+			ERR_PTR(-ENOMEM);
+	if (IS_ERR(a))
+		goto refuse;
+	a->pstate = kvzalloc(npages, GFP_KERNEL);
+	a->keys = kvcalloc(nkeys, sizeof(*a->keys), GFP_KERNEL);
+	if (!a->pstate || !a->keys) {
+		kmig_arena_put(a);
+		goto refuse;
+	}
+	exec->uid = be32_to_cpu(p->uid);
+	exec->gid = be32_to_cpu(p->gid);
+	exec->path_len = path_len;
+	exec->args_len = args_len;
+	exec->fp_len = fp_len;
+	memcpy(exec->path, p->data, path_len);
+	memcpy(exec->args, p->data + path_len, args_len);
+	memcpy(exec->fp, p->data + path_len + args_len, fp_len);
+	a->exec = exec;
+	a->nkeys = nkeys;
+	a->extent_shift = be32_to_cpu(p->extent_shift);
+	a->mode = be32_to_cpu(p->mode);
+	a->flags = be32_to_cpu(p->flags);
+	a->state = KMIGRATE_ST_INCOMING;
+	atomic_set(&a->todo, npages);
+	c->a = a;		/* the arena's first reference */
+	a->conn = c;
+	a->ep = ep;
+	kverbs_ep_set_priv(ep, c);
+
+	mutex_lock(&kmig.lock);
+	a->id = ++kmig.next_id ?: ++kmig.next_id;
+	list_add_tail(&a->node, &kmig.arenas);
+	list_add_tail(&a->in_node, &kmig.incoming);
+	mutex_unlock(&kmig.lock);
+	wake_up_interruptible(&kmig.incoming_wait);
+	kmig_count(KMIGRATE_S_IN, 1);
+	return 0;
+refuse:
+	kfree(exec);
+	kfree(c);
+	{
+		struct kmig_ready r = { .status = cpu_to_be32(ENOMEM) };
+
+		kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
+		kmig_send(ep, &r, sizeof(r), 0);
+	}
+	return 0;
+}
+
+/* FROZEN: the process may run.  Under @a->lock. */
+static int kmig_in_frozen(struct kmig_arena *a, const struct kmig_frozen *f,
+			  u32 len)
+{
+	struct kvmem_range gaps[KMIGRATE_MAX_RANGES + 1];
+	u32 i, n = 0, next = 0, moving;
+
+	if (kmig_check_frozen(f, len, a->npages) ||
+	    a->state != KMIGRATE_ST_INCOMING || !a->ready_sent ||
+	    a->have_keys != a->nkeys)
+		return -EPROTO;
+	a->nranges = be16_to_cpu(f->nranges);
+	for (i = 0; i < a->nranges; i++) {
+		a->ranges[i].first = be32_to_cpu(f->range[i].first);
+		a->ranges[i].count = be32_to_cpu(f->range[i].count);
+	}
+	a->ctx_len = be16_to_cpu(f->ctx_len);
+	memcpy(a->ctx, &f->range[a->nranges], a->ctx_len);
+
+	/* Pages that do not move are the zeroed pages already here. */
+	for (i = 0; i <= a->nranges; i++) {
+		u32 end = i < a->nranges ? a->ranges[i].first : a->npages;
+
+		if (end > next) {
+			gaps[n].first = next;
+			gaps[n].count = end - next;
+			memset(a->pstate + next, KMIG_PG_HERE, end - next);
+			n++;
+		}
+		if (i < a->nranges)
+			next = a->ranges[i].first + a->ranges[i].count;
+	}
+	if (n)
+		kvmem_protect(a->vr, gaps, n, KVMEM_PROT_RW, KVERBS_NOWAIT);
+	moving = kmig_ranges_pages(a->ranges, a->nranges, false);
+	atomic_set(&a->todo, moving);
+	a->t_frozen = ktime_get_ns();
+	a->got_frozen = true;
+	a->state = KMIGRATE_ST_PULLING;
+	a->cursor_range = a->nranges - 1;
+	a->cursor_page = a->ranges[a->nranges - 1].first;
+	if (a->released) {
+		/* Nobody to resume: the source keeps its process. */
+		a->aborted = true;
+	} else if (a->mode == KMIGRATE_MODE_PRECOPY ||
+		   !(a->flags & KMIGRATE_F_NO_PREFETCH)) {
+		kmig_pull_kick(a);
+	}
+	return 0;
+}
+
+/**
+ * kmig_in_recv - a message from the source
+ * @a: the arena
+ * @type: its type, header checked
+ * @msg: the message
+ * @len: its length
+ * @ctx: where the handler runs
+ *
+ * Context: softirq or process (kvmsg).
+ * Return: 0, -EAGAIN (needs process context) or -EPROTO.
+ */
+int kmig_in_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
+		 enum kvmsg_ctx ctx)
+{
+	const struct kmig_keys *k = msg;
+	bool aborted = false;
+	int ret = 0;
+	u32 i, n;
+
+	if (type == KMIG_FROZEN && ctx != KVMSG_CTX_PROCESS)
+		return -EAGAIN;
+	spin_lock_bh(&a->lock);
+	switch (type) {
+	case KMIG_KEYS:
+		if (a->state != KMIGRATE_ST_INCOMING ||
+		    kmig_check_keys(k, len, a->nkeys, a->have_keys)) {
+			ret = -EPROTO;
+			break;
+		}
+		n = be32_to_cpu(k->count);
+		for (i = 0; i < n; i++)
+			a->keys[a->have_keys + i] = be32_to_cpu(k->key[i]);
+		a->have_keys += n;
+		break;
+	case KMIG_FROZEN:
+		ret = kmig_in_frozen(a, msg, len);
+		aborted = a->aborted;
+		break;
+	default:
+		ret = -EPROTO;
+	}
+	spin_unlock_bh(&a->lock);
+	wake_up_all(&a->wait);
+	if (!ret && type == KMIG_FROZEN) {
+		if (aborted)
+			kmig_in_send_done(a, KMIG_DONE_ABORTED);
+		else if (!atomic_read(&a->todo))
+			kmig_pull_arrived(a);
+	}
+	return ret;
+}
+
+/* The source is gone (process context, the endpoint still set). */
+void kmig_in_down(struct kmig_arena *a)
+{
+	int state;
+
+	mutex_lock(&kmig.lock);
+	list_del_init(&a->in_node);
+	mutex_unlock(&kmig.lock);
+	spin_lock_bh(&a->lock);
+	state = a->state;
+	if (state == KMIGRATE_ST_INCOMING || state == KMIGRATE_ST_PULLING)
+		a->state = KMIGRATE_ST_LOST;
+	spin_unlock_bh(&a->lock);
+	if (state == KMIGRATE_ST_PULLING) {
+		kmig_count(KMIGRATE_S_IN_LOST, 1);
+		kmig_pull_lose(a);
+	}
+}
+
+/**
+ * kmig_in_accept - KMIGRATE_IOC_ACCEPT: the next process to start
+ * @uarg: struct kmigrate_incoming
+ *
+ * Context: process; sleeps (interruptible) until a migration arrives.
+ * Return: 0, -EFAULT, -ENOMEM or -ERESTARTSYS.
+ */
+long kmig_in_accept(struct kmigrate_incoming __user *uarg)
+{
+	struct kmigrate_incoming *in;
+	struct kmig_arena *a;
+	long ret;
+
+	in = kzalloc(sizeof(*in), GFP_KERNEL);
+	if (!in)
+		return -ENOMEM;
+	for (;;) {
+		ret = wait_event_interruptible(kmig.incoming_wait,
+					       !list_empty(&kmig.incoming));
+		if (ret)
+			goto out;
+		mutex_lock(&kmig.lock);
+		a = list_first_entry_or_null(&kmig.incoming, struct kmig_arena,
+					     in_node);
+		if (a) {
+			list_del_init(&a->in_node);
+			in->id = a->id;
+			in->uid = a->exec->uid;
+			in->gid = a->exec->gid;
+			in->path_len = a->exec->path_len;
+			in->args_len = a->exec->args_len;
+			memcpy(in->path, a->exec->path, a->exec->path_len);
+			memcpy(in->args, a->exec->args, a->exec->args_len);
+			a->accepted = true;
+		}
+		mutex_unlock(&kmig.lock);
+		if (a)
+			break;
+	}
+	ret = copy_to_user(uarg, in, sizeof(*in)) ? -EFAULT : 0;
+out:
+	kfree(in);
+	return ret;
+}
+
+/**
+ * kmig_in_attach - KMIGRATE_IOC_ATTACH: the calling process takes an arena
+ * @arg: the request
+ * @fp: its fingerprint, @arg->fp_len bytes
+ *
+ * A wrong fingerprint (another executable or other libraries) also
+ * refuses the migration, with READY(EXDEV).
+ *
+ * Context: process.
+ * Return: the arena with a reference for the session, or ERR_PTR:
+ * -ENOENT (no such migration waiting), -EPERM (another user's), -EXDEV.
+ */
+struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
+{
+	struct kmig_arena *a, *found = NULL;
+	int ret = -ENOENT;
+
+	mutex_lock(&kmig.lock);
+	list_for_each_entry(a, &kmig.arenas, node) {
+		if (a->id == arg->id && a->exec && a->accepted &&
+		    READ_ONCE(a->state) == KMIGRATE_ST_INCOMING &&
+		    !READ_ONCE(a->down)) {
+			found = a;
+			break;
+		}
+	}
+	a = found;
+	if (!a)
+		goto out;
+	ret = -EPERM;
+	if (!capable(CAP_SYS_ADMIN) &&
+	    from_kuid_munged(&init_user_ns, current_uid()) != a->exec->uid)
+		goto out;
+	ret = -EXDEV;
+	if (arg->fp_len != a->exec->fp_len ||
+	    memcmp(fp, a->exec->fp, arg->fp_len)) {
+		kfree(a->exec);
+		a->exec = NULL;
+		kmig_arena_get(a);
+		mutex_unlock(&kmig.lock);
+		kmig_in_send_ready(a, EXDEV);
+		kmig_arena_put(a);
+		return ERR_PTR(ret);
+	}
+	kfree(a->exec);
+	a->exec = NULL;
+	a->owner = get_pid(task_tgid(current));
+	kmig_arena_get(a);
+	ret = 0;
+out:
+	mutex_unlock(&kmig.lock);
+	return ret ? ERR_PTR(ret) : a;
+}
+
+/**
+ * kmig_in_resume - KMIGRATE_IOC_RESUME: wait for the context
+ * @a: the session's arena
+ * @uarg: struct kmigrate_resume
+ *
+ * Context: process; sleeps (killable).
+ * Return: 0 (run), -EINVAL (not a migration waiting to resume),
+ * -EHOSTDOWN (the source went away first), -EINTR, -EFAULT.
+ */
+long kmig_in_resume(struct kmig_arena *a, struct kmigrate_resume __user *uarg)
+{
+	struct kmigrate_resume arg;
+	struct kmig_hdr h;
+	bool arrived;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.reserved)
+		return -EINVAL;
+	spin_lock_bh(&a->lock);
+	if (a->state != KMIGRATE_ST_INCOMING || a->ready_sent) {
+		spin_unlock_bh(&a->lock);
+		return -EINVAL;
+	}
+	spin_unlock_bh(&a->lock);
+	if (wait_event_killable(a->wait,
+				READ_ONCE(a->have_keys) == a->nkeys ||
+				READ_ONCE(a->down)))
+		return -EINTR;
+	spin_lock_bh(&a->lock);
+	a->ready_sent = !a->down;
+	spin_unlock_bh(&a->lock);
+	if (!a->ready_sent)
+		return -EHOSTDOWN;
+	kmig_in_send_ready(a, 0);
+	if (wait_event_killable(a->wait,
+				(READ_ONCE(a->got_frozen) &&
+				 (a->mode == KMIGRATE_MODE_POSTCOPY ||
+				  READ_ONCE(a->arrived))) ||
+				READ_ONCE(a->state) == KMIGRATE_ST_LOST))
+		return -EINTR;
+	if (READ_ONCE(a->state) == KMIGRATE_ST_LOST)
+		return -EHOSTDOWN;
+	if (copy_to_user(u64_to_user_ptr(arg.ctx), a->ctx, a->ctx_len))
+		return -EFAULT;
+	arg.ctx_len = a->ctx_len;
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		return -EFAULT;
+
+	kmig_hdr_init(&h, KMIG_RESUMED, sizeof(h));
+	down_read(&a->ep_sem);
+	spin_lock_bh(&a->lock);
+	a->resumed = true;
+	a->downtime_ns = ktime_get_ns() - a->t_frozen;
+	arrived = a->arrived;
+	spin_unlock_bh(&a->lock);
+	if (a->ep && !a->out)
+		kmig_send(a->ep, &h, sizeof(h), 0);
+	up_read(&a->ep_sem);
+	if (arrived)
+		kmig_in_send_done(a, KMIG_DONE_ARRIVED);
+	return 0;
+}
+
+/**
+ * kmig_in_release - the session of @a's process is going
+ * @a: its arena (any role)
+ *
+ * An arena still arriving needs nothing more from its source: EXITED if
+ * its process ran, ABORTED if it never resumed (the source resumes it).
+ *
+ * Context: process.
+ */
+void kmig_in_release(struct kmig_arena *a)
+{
+	bool ran, pending;
+
+	spin_lock_bh(&a->lock);
+	a->released = true;
+	pending = !a->out && a->ep && !a->done_sent &&
+		  (a->state == KMIGRATE_ST_INCOMING ||
+		   a->state == KMIGRATE_ST_PULLING);
+	ran = a->resumed;
+	if (pending && !a->ready_sent && !a->got_frozen) {
+		/* READY never went: refuse, rather than DONE out of turn. */
+		a->ready_sent = true;
+		a->done_sent = true;
+		spin_unlock_bh(&a->lock);
+		kmig_in_send_ready(a, ESRCH);
+		return;
+	}
+	spin_unlock_bh(&a->lock);
+	if (pending && (ran || a->got_frozen))
+		kmig_in_send_done(a, ran ? KMIG_DONE_EXITED :
+				  KMIG_DONE_ABORTED);
+}
