@@ -23,7 +23,8 @@ SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
 # Not in a plain `./kvlab test` (CI's time budget, 25 minutes warm):
 # named with --suite.  The same checks as kfcache-6.12, on 6.1 and on the
 # debug kernel (about 80 s and 150 s).
-OPT_IN_SUITES = ["kfcache-6.1", "kfcache-debug"]
+OPT_IN_SUITES = ["kfcache-6.1", "kfcache-debug", "kmigrate-6.1",
+                 "kmigrate-6.12", "kmigrate-debug"]
 
 
 def _kernels(series_list):
@@ -68,7 +69,7 @@ def cmd_test(args):
     if {"style", "dkms"} & set(chosen):
         need |= {"6.1", "6.12"}
     for s in chosen:
-        m = re.match(r"(?:integration|kvmem|smp|kdsm|kfcache)-(6\.\d+)$", s)
+        m = re.match(r"(?:integration|kvmem|smp|kdsm|kfcache|kmigrate)-(6\.\d+)$", s)
         if m:
             need.add(m.group(1))
     if {"cluster4", "kdsm8"} & set(chosen):
@@ -76,7 +77,8 @@ def cmd_test(args):
     kern = {k.series: k for k in _kernels(sorted(need))}
     needs_tools = [s for s in chosen if s.startswith(("integration", "smp",
                                                       "cluster", "kvmem",
-                                                      "kdsm", "kfcache"))]
+                                                      "kdsm", "kfcache",
+                                                      "kmigrate"))]
     if needs_tools and "unit" not in chosen:
         with Phase("user-space build"):
             suites.meson_build()
@@ -124,6 +126,13 @@ def cmd_test(args):
         elif s.startswith("kfcache-"):
             from . import suite_kfcache
             suites.run_suite(res, s, suite_kfcache.suite_kfcache,
+                             kern[s.split("-", 1)[1]], s)
+        elif s == "kmigrate-debug":
+            from . import suite_kmigrate
+            suites.run_suite(res, s, suite_kmigrate.suite_kmigrate_debug)
+        elif s.startswith("kmigrate-"):
+            from . import suite_kmigrate
+            suites.run_suite(res, s, suite_kmigrate.suite_kmigrate,
                              kern[s.split("-", 1)[1]], s)
         elif s.startswith("kvmem-"):
             from . import suite_kvmem

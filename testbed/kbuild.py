@@ -25,7 +25,7 @@ KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko", "kdsm.ko",
                    "kfcache_srv.ko", "kfcache.ko", "kmigrate.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kdsm_kunit.ko",
-                 "kfcache_kunit.ko",
+                 "kfcache_kunit.ko", "kmigrate_kunit.ko",
                  "kvtest.ko", "kvleak.ko"]
 BENCH_MODULES = ["rawping.ko"]
 # Plain API clients the behaviour tests load: no KUnit needed, so they build

@@ -1,0 +1,307 @@
+"""kmigrate in guests: process migration across two Debian guests over
+rxe.  Both nodes run kmigrate.ko and `kmigrate serve` (the spawner).
+kmigrate-sum fills its arena (heap through operator new and malloc, a
+map, a string, a deep stack), checksums it, migrates and checksums it
+again on the destination.  Checked:
+- post-copy A -> B, with and without the prefetcher, and pre-copy: the
+  same checksums on B, the pages pulled by faults or the prefetcher as
+  the mode says, the source's copy freed (its process exits, its arena
+  goes);
+- a chain A -> B -> A;
+- `kmigrate move <pid>` of a process polling for it;
+- refusals: an open file, a second thread, an unknown destination, a
+  destination without kmigrate;
+- the destination's process killed mid post-copy: the source frees its
+  copy; the destination's kmigrate stopped mid post-copy: the source
+  resumes from the freeze and finishes there;
+- the source's kmigrate stopped mid post-copy, then (2-guest suites) the
+  source's guest killed mid post-copy: the destination's process gets
+  SIGBUS on an unfetched page within a bound;
+- the modules unload; no oops, WARNING, KASAN or lockdep report."""
+import json
+import re
+
+from .common import HarnessError, build_dir
+from . import initramfs, kbuild
+
+MODS = ("kverbs.ko", "kvmem.ko", "kmigrate.ko")
+BINS = ("tools/kmigrate/kmigrate", "tools/kmigrate/apps/kmigrate-sum",
+        "tools/kmigrate/apps/kmigrate-fd",
+        "tools/kmigrate/apps/kmigrate-thread")
+CTL = "/kvlab/bin/kmigrate"
+SUM = "/kvlab/bin/kmigrate-sum"
+LOGS = "/tmp/kmigrate"
+PORT = 18900
+# The destination's process gets SIGBUS after its source vanished: RC
+# retries (~4 s) plus the disconnect; generous for TCG
+FAIL_BOUND_S = 40
+
+SUM_RX = re.compile(r"kmigrate-sum: (before|after) sum=([0-9a-f]+)"
+                    r"(?: arena_sum=([0-9a-f]+))?(?: ok=(\d))? host=(\S+)")
+
+
+def _files(mods):
+    from . import suites
+    files = {f"/kvlab/modules/{m}": mods[m] for m in MODS}
+    for b in BINS:
+        initramfs.add_binary(files, suites.meson_build() / b)
+    return files
+
+
+def _setup(res, name, nodes):
+    for n in nodes:
+        r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
+                  f" && {CTL} start --addr {n.ip} --port {PORT}"
+                  f" --node {n.index + 1} && mkdir -p {LOGS} && "
+                  f"({CTL} serve --log-dir {LOGS} > /tmp/serve.out 2>&1 &)",
+                  timeout=120)
+        res.check(name, f"{n.name}: kmigrate loads and listens, the "
+                  "spawner runs", r.rc == 0, r.out)
+
+
+def _status(node):
+    r = node.run(f"{CTL} status --json", timeout=30)
+    if r.rc != 0:
+        raise HarnessError(f"{node.name}: kmigrate status: {r.out}")
+    return json.loads(r.out)
+
+
+def _status_when(node, pred, timeout=30):
+    """@node's status once @pred holds of it, or the last one."""
+    import time
+    end = time.monotonic() + timeout
+    while True:
+        st = _status(node)
+        if pred(st) or time.monotonic() > end:
+            return st
+        time.sleep(0.5)
+
+
+def _sums(text):
+    """{(kind, host): (sum, arena_sum, ok)} of kmigrate-sum's lines."""
+    out = {}
+    for m in SUM_RX.finditer(text):
+        out[(m.group(1), m.group(5))] = (m.group(2), m.group(3), m.group(4))
+    return out
+
+
+def _wait_log(node, pattern, timeout=120):
+    """The spawner's logs on @node once one matches @pattern (grep -E)."""
+    r = node.run(f"for i in $(seq {timeout * 5}); do "
+                 f"grep -qE '{pattern}' {LOGS}/*.log 2>/dev/null && break; "
+                 f"sleep 0.2; done; cat {LOGS}/*.log 2>/dev/null; "
+                 f"cat /tmp/serve.out", timeout=timeout + 30)
+    return r.out
+
+
+def _clear_logs(nodes):
+    for n in nodes:
+        n.run(f"rm -f {LOGS}/*.log; : > /tmp/serve.out", timeout=30)
+
+
+def _migrate_once(res, name, a, b, what, opts, mb=8):
+    """Run kmigrate-sum on @a moving to @b; return the destination's log."""
+    _clear_logs((a, b))
+    r = a.run(f"{SUM} --mb {mb} --to {b.ip}:{PORT} {opts}", timeout=300)
+    src = _sums(r.out)
+    before = src.get(("before", a.name))
+    res.check(name, f"{what}: the source filled and summed its arena",
+               before is not None and r.rc == 0, r.out)
+    log = _wait_log(b, r"kmigrate-sum: after")
+    dst = _sums(log)
+    after = dst.get(("after", b.name))
+    res.check(name, f"{what}: the destination's checksum equals the "
+              "source's", before is not None and after is not None and
+              after[0] == before[0] and after[2] == "1",
+              f"source:\n{r.out}\ndestination:\n{log}")
+    return log
+
+
+def kmigrate_checks(res, name, c, kill=True):
+    a, b = c.nodes[0], c.nodes[1]
+    _setup(res, name, (a, b))
+
+    _migrate_once(res, name, a, b, "post-copy A -> B", "")
+    st = _status_when(b, lambda s: not s.get("arenas"))
+    res.check(name, "post-copy: the destination pulled every page and "
+              "holds no arena once its process ended",
+              not st.get("arenas") and st["stats"]["in_done"] >= 1, st)
+    sa = _status_when(a, lambda s: not s.get("arenas"))
+    res.check(name, "post-copy: the source's copy is freed",
+              not sa.get("arenas") and sa["stats"]["out_done"] >= 1, sa)
+
+    # faults only: every moving page pulled on a fault
+    s0 = _status(b)["stats"]
+    _migrate_once(res, name, a, b, "post-copy without prefetch",
+                  "--no-prefetch")
+    s1 = _status_when(b, lambda s: not s.get("arenas"))["stats"]
+    res.check(name, "without prefetch: pages pulled only on faults",
+              s1["fault_pages"] > s0["fault_pages"] and
+              s1["prefetch_pages"] == s0["prefetch_pages"], (s0, s1))
+
+    _migrate_once(res, name, a, b, "pre-copy A -> B", "--precopy")
+
+    # A -> B -> A: the final log is A's
+    _clear_logs((a, b))
+    r = a.run(f"{SUM} --mb 8 --to {b.ip}:{PORT},{a.ip}:{PORT}", timeout=300)
+    before = _sums(r.out).get(("before", a.name))
+    log = _wait_log(a, r"kmigrate-sum: after")
+    after = _sums(log).get(("after", a.name))
+    res.check(name, "chain A -> B -> A: the checksum survives both hops",
+              before is not None and after is not None and
+              after[0] == before[0] and after[2] == "1",
+              f"{r.out}\n{log}\nB:\n{_wait_log(b, 'hop', 1)}")
+
+    _move(res, name, a, b)
+    _refusals(res, name, a, b)
+    _dest_failures(res, name, a, b)
+    _source_failures(res, name, c, a, b, kill)
+
+
+def _move(res, name, a, b):
+    _clear_logs((a, b))
+    a.run(f"({SUM} --mb 4 --wait-move > /tmp/wait.out 2>&1 &)", timeout=30)
+    r = a.run("for i in $(seq 300); do grep -q before /tmp/wait.out && "
+              "break; sleep 0.2; done; pidof kmigrate-sum", timeout=120)
+    pid = r.out.strip().split()[0] if r.rc == 0 and r.out.strip() else None
+    res.check(name, "kmigrate move: the waiting process runs", pid, r.out)
+    if not pid:
+        return
+    r = a.run(f"{CTL} move {pid} {b.ip}:{PORT}", timeout=60)
+    res.check(name, "kmigrate move: accepted", r.rc == 0, r.out)
+    log = _wait_log(b, r"kmigrate-sum: after")
+    before = _sums(a.run("cat /tmp/wait.out").out).get(("before", a.name))
+    after = _sums(log).get(("after", b.name))
+    res.check(name, "kmigrate move: the process finished on B with its "
+              "checksum", before and after and after[0] == before[0] and
+              after[2] == "1", log)
+    r = a.run(f"{CTL} move 1 {b.ip}:{PORT}", timeout=60)
+    res.check(name, "kmigrate move of a pid without an arena is refused "
+              "with a reason", r.rc != 0 and "pid" in r.out, r.out)
+
+
+def _refusals(res, name, a, b):
+    r = a.run("/kvlab/bin/kmigrate-fd " + f"{b.ip}:{PORT}", timeout=120)
+    res.check(name, "an open file descriptor is refused with a reason, "
+              "nothing moves", r.rc == 0 and "do not migrate" in r.out,
+              r.out)
+    r = a.run("/kvlab/bin/kmigrate-thread " + f"{b.ip}:{PORT}", timeout=120)
+    res.check(name, "a second thread is refused with a reason",
+              r.rc == 0 and "thread" in r.out, r.out)
+    # nobody listens on that port: refused at once, the process goes on
+    r = a.run(f"{SUM} --mb 1 --to {b.ip}:{PORT + 1}", timeout=120)
+    res.check(name, "an unreachable destination: migrate() fails, the "
+              "process finishes at the source",
+              re.search(r"hop 0 ret=-\d+", r.out) and
+              re.search(r"after sum=\S+ ok=1 host=" + a.name, r.out), r.out)
+
+
+def _postcopy_slow(a, b, out):
+    """Start a post-copy A -> B whose destination touches its pages
+    slowly (no prefetch); wait until it runs on B."""
+    _clear_logs((a, b))
+    a.run(f"({SUM} --mb 16 --no-prefetch --touch-delay-us 20000 "
+          f"--to {b.ip}:{PORT} > {out} 2>&1 &)", timeout=30)
+    return _wait_log(b, r"hop 0 ret=0")
+
+
+def _dest_failures(res, name, a, b):
+    # the destination's process killed: the source frees its copy
+    log = _postcopy_slow(a, b, "/tmp/kill.out")
+    r = b.run("pkill -9 kmigrate-sum; sleep 2", timeout=60)
+    r = a.run("for i in $(seq 150); do pidof kmigrate-sum >/dev/null || "
+              "break; sleep 0.2; done; pidof kmigrate-sum; cat /tmp/kill.out",
+              timeout=120)
+    res.check(name, "the destination's process killed mid post-copy: "
+              "the source's process ends", r.rc != 0 or not r.out.strip(),
+              f"{log}\n{r.out}")
+    st = _status_when(a, lambda s: not s.get("arenas"))
+    res.check(name, "... and its copy is freed", not st.get("arenas"), st)
+
+    # the destination's kmigrate stopped: the source resumes
+    log = _postcopy_slow(a, b, "/tmp/resume.out")
+    r = b.run(f"{CTL} stop", timeout=120)
+    res.check(name, "kmigrate stop on the destination mid post-copy",
+              r.rc == 0, r.out)
+    r = a.run("for i in $(seq 600); do grep -q after /tmp/resume.out && "
+              "break; sleep 0.2; done; cat /tmp/resume.out", timeout=240)
+    res.check(name, "the destination failed: the source resumed from the "
+              "freeze and finished with its checksum",
+              re.search(r"hop 0 ret=-112", r.out) and
+              re.search(r"after sum=\S+ ok=1 host=" + a.name, r.out),
+              f"{r.out}\nB:\n{log}")
+    blog = _wait_log(b, r"signal 7|exited", 60)
+    res.check(name, "... while the destination's process got SIGBUS",
+              "signal 7" in blog, blog)
+    r = b.run(f"{CTL} start --addr {b.ip} --port {PORT} --node 2",
+              timeout=60)
+    res.check(name, "the destination starts again", r.rc == 0, r.out)
+
+
+def _source_failures(res, name, c, a, b, kill):
+    log = _postcopy_slow(a, b, "/tmp/src.out")
+    r = a.run(f"{CTL} stop", timeout=120)
+    res.check(name, "kmigrate stop on the source mid post-copy",
+              r.rc == 0, r.out)
+    blog = _wait_log(b, r"signal 7|exited", FAIL_BOUND_S)
+    res.check(name, "the source's kmigrate stopped: the destination's "
+              "process gets SIGBUS on an unfetched page",
+              "signal 7" in blog, f"{log}\n{blog}")
+    r = a.run(f"{CTL} start --addr {a.ip} --port {PORT} --node 1",
+              timeout=60)
+    res.check(name, "the source starts again", r.rc == 0, r.out)
+
+    _unload(res, name, (b,), keep_serving=True)
+    if not kill:
+        _unload(res, name, (a,))
+        return
+    import time
+    log = _postcopy_slow(a, b, "/tmp/src2.out")
+    t0 = time.monotonic()
+    c.nodes[0].kill()
+    blog = _wait_log(b, r"signal 7|exited", FAIL_BOUND_S)
+    took = time.monotonic() - t0
+    res.check(name, f"the source's guest killed mid post-copy: SIGBUS on "
+              f"the destination within {FAIL_BOUND_S} s (took {took:.1f} s)",
+              "signal 7" in blog and took < FAIL_BOUND_S, f"{log}\n{blog}")
+    _unload(res, name, (b,))
+
+
+def _unload(res, name, nodes, keep_serving=False):
+    for n in nodes:
+        if keep_serving:
+            continue
+        r = n.run(f"pkill -f '{CTL} serve'; sleep 1; {CTL} stop; "
+                  "rmmod kmigrate && rmmod kvmem && rmmod kverbs",
+                  timeout=120)
+        res.check(name, f"{n.name}: the modules unload", r.rc == 0, r.out)
+
+
+def suite_kmigrate(res, kernel, name):
+    from .cluster import Cluster
+    from .suites import _fresh_workdir
+    workdir = _fresh_workdir(name)
+    mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi,
+                        tests=True)
+    ovl = initramfs.build_overlay(_files(mods), workdir / "overlay.cpio.gz")
+    try:
+        with Cluster(kernel, nodes=2, workdir=workdir, overlay=ovl,
+                     mem_mb=768, boot_timeout=300) as c:
+            kmigrate_checks(res, name, c)
+        res.add(name, "guest consoles clean", True)
+    except HarnessError as e:
+        res.add(name, "guest run", False, e)
+
+
+def suite_kmigrate_debug(res):
+    from .suites import _debug_cluster, kmemleak_report
+    name = "kmigrate-debug"
+    try:
+        with _debug_cluster(name, MODS, BINS) as c:
+            kmigrate_checks(res, name, c, kill=False)
+            leaks = kmemleak_report(c.nodes[1])
+            res.check(name, "kmemleak (two scans) finds nothing on the "
+                      "destination", not leaks, leaks[-3000:])
+        res.add(name, "guest consoles clean (KASAN, lockdep, ...)", True)
+    except HarnessError as e:
+        res.add(name, "cluster run", False, e)
