@@ -26,6 +26,8 @@ PACKAGES = [
     "linux-source-6.1",
     # testbed/fcache_env.py: guest disks, NFS server and client, fio
     "e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase", "fio",
+    # bench migrate: CRIU, the user-level reference (copied into guests)
+    "criu",
 ]
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")

@@ -60,6 +60,15 @@ void kmig_in_send_done(struct kmig_arena *a, u32 status)
 	up_read(&a->ep_sem);
 }
 
+/* READY(@status) on an endpoint that has no arena. */
+static void kmig_in_refuse(struct kverbs_ep *ep, u32 status)
+{
+	struct kmig_ready r = { .status = cpu_to_be32(status) };
+
+	kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
+	kmig_send(ep, &r, sizeof(r), 0);
+}
+
 /**
  * kmig_in_prepare - PREPARE on a new accepted endpoint
  * @ep: the endpoint, without priv
@@ -80,6 +89,11 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 
 	if (kmig_check_prepare(p, len))
 		return -EPROTO;
+	if (!atomic_read(&kmig.spawners)) {
+		pr_info_ratelimited("kmigrate: a migration arrived but no spawner (kmigrate serve) runs here: refused\n");
+		kmig_in_refuse(ep, ENOEXEC);
+		return 0;
+	}
 	npages = be32_to_cpu(p->npages);
 	nkeys = be32_to_cpu(p->nkeys);
 	va = be64_to_cpu(p->va);
@@ -130,12 +144,7 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 refuse:
 	kfree(exec);
 	kfree(c);
-	{
-		struct kmig_ready r = { .status = cpu_to_be32(ENOMEM) };
-
-		kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
-		kmig_send(ep, &r, sizeof(r), 0);
-	}
+	kmig_in_refuse(ep, ENOMEM);
 	return 0;
 }
 
@@ -353,6 +362,7 @@ struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
 	kfree(a->exec);
 	a->exec = NULL;
 	a->owner = get_pid(task_tgid(current));
+	a->tgid = task_tgid_nr(current);
 	kmig_arena_get(a);
 	ret = 0;
 out:
@@ -409,16 +419,17 @@ long kmig_in_resume(struct kmig_arena *a, struct kmigrate_resume __user *uarg)
 	if (copy_to_user(uarg, &arg, sizeof(arg)))
 		return -EFAULT;
 
+	/* RESUMED before DONE: whoever sees both flags second sends DONE. */
 	kmig_hdr_init(&h, KMIG_RESUMED, sizeof(h));
 	down_read(&a->ep_sem);
+	if (a->ep && !a->out)
+		kmig_send(a->ep, &h, sizeof(h), 0);
+	up_read(&a->ep_sem);
 	spin_lock_bh(&a->lock);
 	a->resumed = true;
 	a->downtime_ns = ktime_get_ns() - a->t_frozen;
 	arrived = a->arrived;
 	spin_unlock_bh(&a->lock);
-	if (a->ep && !a->out)
-		kmig_send(a->ep, &h, sizeof(h), 0);
-	up_read(&a->ep_sem);
 	if (arrived)
 		kmig_in_send_done(a, KMIG_DONE_ARRIVED);
 	return 0;

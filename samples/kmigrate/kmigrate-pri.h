@@ -100,6 +100,7 @@ struct kmig_arena {
 	u32 npages;
 	u64 va;
 	struct pid *owner;		/* the session's process; kmig.lock */
+	pid_t tgid;			/* its number, for logs */
 	/*
 	 * An accepted endpoint is freed when its disconnect callback
 	 * returns: a task that posts on @ep outside kverbs' callbacks holds
@@ -186,6 +187,7 @@ struct kmig {
 	struct list_head arenas;
 	struct list_head incoming;	/* not yet accepted by a spawner */
 	wait_queue_head_t incoming_wait;
+	atomic_t spawners;		/* sessions that called ACCEPT */
 	u32 next_id;
 	struct workqueue_struct *wq;
 	atomic64_t stats[KMIGRATE_S_MAX + 1];

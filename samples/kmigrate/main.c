@@ -35,6 +35,7 @@ struct kmig kmig = {
 struct kmig_session {
 	struct mutex lock;		/* one ioctl at a time */
 	struct kmig_arena *arena;	/* owned (a reference), or NULL */
+	bool spawner;			/* counted in kmig.spawners */
 };
 
 static const struct kvmem_ops kmig_vm_ops = {
@@ -182,6 +183,7 @@ static long kmig_dev_create(struct kmig_session *s,
 		return fd;
 	}
 	a->owner = get_pid(task_tgid(current));
+	a->tgid = task_tgid_nr(current);
 	kmig_arena_publish(a);
 	s->arena = a;
 	arg.fd = fd;
@@ -257,6 +259,11 @@ static long kmig_dev_ioctl(struct file *f, unsigned int cmd,
 		/* The spawner: it starts processes as other users. */
 		if (!capable(CAP_SYS_ADMIN))
 			return -EPERM;
+		mutex_lock(&s->lock);
+		if (!s->spawner)
+			atomic_inc(&kmig.spawners);
+		s->spawner = true;
+		mutex_unlock(&s->lock);
 		return kmig_in_accept(uarg);
 	}
 	mutex_lock(&s->lock);
@@ -304,6 +311,8 @@ static int kmig_dev_release(struct inode *inode, struct file *f)
 	struct kmig_session *s = f->private_data;
 	struct kmig_arena *a = s->arena;
 
+	if (s->spawner)
+		atomic_dec(&kmig.spawners);
 	if (a) {
 		kmig_in_release(a);
 		mutex_lock(&kmig.lock);

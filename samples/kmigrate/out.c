@@ -213,7 +213,7 @@ void kmig_out_end_work(struct work_struct *w)
 	} else {
 		kmig_count(KMIGRATE_S_OUT_RESUMED, 1);
 		pr_info("kmigrate: the destination of pid %d failed; it resumes here\n",
-			pid_nr(a->owner));
+			a->tgid);
 	}
 	wake_up_all(&a->wait);
 	/* The reference kmig_out_down() or DONE took for this work */

@@ -56,6 +56,7 @@ void kmig_in_arrive_work(struct work_struct *w)
 	struct kmig_arena *a = container_of(w, struct kmig_arena, arrive_work);
 	bool arrived = false, resumed;
 
+	/* DONE after RESUMED: see kmig_in_resume(). */
 	spin_lock_bh(&a->lock);
 	if (a->state == KMIGRATE_ST_PULLING) {
 		a->state = KMIGRATE_ST_ARRIVED;
