@@ -59,6 +59,14 @@
 /* Of which connecting, at most (kmig.dom_sem is held meanwhile) */
 #define KMIG_CONNECT_MS		10000
 
+/* A source's outgoing migration, @out_phase */
+enum {
+	KMIG_OUT_NONE,
+	KMIG_OUT_PREPARING,
+	KMIG_OUT_PREPARED,
+	KMIG_OUT_FROZEN,
+};
+
 /* Pull state of a destination's page */
 enum {
 	KMIG_PG_ABSENT,		/* at the source; the process may not touch it */
@@ -125,6 +133,14 @@ struct kmig_arena {
 	u32 move_flags;
 
 	/* source */
+	int out_phase;			/* KMIG_OUT_*, see out.c */
+	struct work_struct prep_work;
+	bool prep_done;			/* @prep_work ended, with @prep_err */
+	int prep_err;
+	bool cancel;			/* the session is going */
+	struct kmig_prepare *prep_msg;	/* until @prep_work sent it */
+	u32 prep_msg_len;
+	u32 prep_timeout_ms;
 	struct kverbs_region *kr;	/* the arena's pages, registered */
 	struct kverbs_grant *grant;	/* REMOTE_READ to the destination */
 	bool ready;			/* READY arrived, @ready_status */
@@ -216,8 +232,12 @@ int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id);
 int kmig_node_stop(void);
 
 /* out.c */
-long kmig_out_migrate(struct kmig_arena *a,
-		      const struct kmigrate_migrate __user *uarg);
+long kmig_out_prepare(struct kmig_arena *a,
+		      const struct kmigrate_prepare __user *uarg);
+long kmig_out_freeze(struct kmig_arena *a,
+		     const struct kmigrate_freeze __user *uarg);
+void kmig_out_cancel(struct kmig_arena *a);
+void kmig_out_prep_work(struct work_struct *w);
 int kmig_out_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 		  enum kvmsg_ctx ctx);
 void kmig_out_down(struct kmig_arena *a);

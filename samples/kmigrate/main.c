@@ -100,6 +100,7 @@ struct kmig_arena *kmig_arena_new(u32 npages, u64 va, u32 prot)
 	kref_init(&a->ref);
 	INIT_WORK(&a->free_work, kmig_arena_free_work);
 	INIT_WORK(&a->end_work, kmig_out_end_work);
+	INIT_WORK(&a->prep_work, kmig_out_prep_work);
 	INIT_WORK(&a->pull_work, kmig_pull_work);
 	INIT_WORK(&a->arrive_work, kmig_in_arrive_work);
 	INIT_WORK(&a->lose_work, kmig_pull_lose_work);
@@ -274,8 +275,11 @@ static long kmig_dev_ioctl(struct file *f, unsigned int cmd,
 	case KMIGRATE_IOC_ATTACH:
 		ret = kmig_dev_attach(s, uarg);
 		break;
-	case KMIGRATE_IOC_MIGRATE:
-		ret = s->arena ? kmig_out_migrate(s->arena, uarg) : -ENOENT;
+	case KMIGRATE_IOC_PREPARE:
+		ret = s->arena ? kmig_out_prepare(s->arena, uarg) : -ENOENT;
+		break;
+	case KMIGRATE_IOC_FREEZE:
+		ret = s->arena ? kmig_out_freeze(s->arena, uarg) : -ENOENT;
 		break;
 	case KMIGRATE_IOC_RESUME:
 		ret = s->arena ? kmig_in_resume(s->arena, uarg) : -ENOENT;
@@ -302,9 +306,10 @@ static int kmig_dev_open(struct inode *inode, struct file *f)
 }
 
 /*
- * The process is gone (or closed its session): an arena still pulling
- * tells its source it needs nothing more; the pages go with the last
- * reference (a mapping may outlive this, and then faults with SIGBUS).
+ * The process is gone (or closed its session): a migration being prepared
+ * is undone, an arena still pulling tells its source it needs nothing
+ * more; the pages go with the last reference (a mapping may outlive this,
+ * and then faults with SIGBUS).
  */
 static int kmig_dev_release(struct inode *inode, struct file *f)
 {
@@ -314,6 +319,7 @@ static int kmig_dev_release(struct inode *inode, struct file *f)
 	if (s->spawner)
 		atomic_dec(&kmig.spawners);
 	if (a) {
+		kmig_out_cancel(a);
 		kmig_in_release(a);
 		mutex_lock(&kmig.lock);
 		put_pid(a->owner);

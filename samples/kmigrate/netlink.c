@@ -146,7 +146,9 @@ static int kmig_nl_fill_arena(struct sk_buff *msg, struct kmig_arena *a)
 	bool has_peer;
 
 	spin_lock_bh(&a->lock);
-	state = a->state;
+	state = a->out_phase == KMIG_OUT_FROZEN ? KMIGRATE_ST_FROZEN :
+		a->out_phase != KMIG_OUT_NONE ? KMIGRATE_ST_PREPARING :
+		a->state;
 	mode = a->mode;
 	has_peer = a->peer.ss_family;
 	peer = a->peer;

@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * kmigrate source: KMIGRATE_IOC_MIGRATE.
+ * kmigrate source: KMIGRATE_IOC_PREPARE and KMIGRATE_IOC_FREEZE.
  *
- * Prepare (the process still runs in principle, but sleeps in this call):
- * register the arena's pages, connect, grant the destination remote read,
- * send PREPARE and the keys, wait for READY.  Any failure so far undoes
- * everything and the process goes on.
+ * Prepare, in @prep_work while the process keeps running: wait until the
+ * arena is wholly here (it may still be arriving), register its pages,
+ * connect, grant the destination remote read, send PREPARE and the keys,
+ * wait for READY; then signal the process.  A failure undoes everything
+ * and FREEZE returns it.
  *
- * Freeze: send FROZEN with the context.  From here the destination may
- * run the process and read any page; the source's copy is frozen by the
- * caller's not touching it (the call sleeps; the caller is the only
- * thread).  The migration ends in @end_work: DONE (the destination needs
- * nothing more) frees the copy and the call returns 0; a lost connection
- * before DONE gives the arena back and the call returns -EHOSTDOWN, so
- * the process resumes here from the freeze.  A fatal signal ends only
- * the wait: @end_work still runs, and frees the arena with the last
- * reference.
+ * Freeze (FREEZE, once prepared): send FROZEN with the context.  From
+ * here the destination may run the process and read any page; the
+ * source's copy is frozen by the caller's not touching it (the call
+ * sleeps; the caller is the only thread).  The migration ends in
+ * @end_work: DONE (the destination needs nothing more) frees the copy and
+ * FREEZE returns 0; a lost connection before DONE gives the arena back and
+ * FREEZE returns -EHOSTDOWN, so the process resumes here from the freeze.
+ * A fatal signal ends only the wait: @end_work still runs, and frees the
+ * arena with the last reference.
+ *
+ * @out_phase orders it all (under @a->lock): NONE -> PREPARING ->
+ * PREPARED -> FROZEN -> NONE; PREPARING or PREPARED -> NONE when the
+ * preparation fails or is cancelled (the session's release).
  */
 #include <linux/cred.h>
 #include <linux/in.h>
@@ -28,14 +33,6 @@
 #include "kmigrate-pri.h"
 #include "check.h"
 
-/* The messages of one migration, built from the caller's request */
-struct kmig_out_msgs {
-	struct kmig_prepare *prepare;
-	u32 prepare_len;
-	struct kmig_frozen *frozen;
-	u32 frozen_len;
-};
-
 static bool kmig_dest_ok(const struct __kernel_sockaddr_storage *ss)
 {
 	const struct sockaddr_in6 *s6 = (const void *)ss;
@@ -46,56 +43,40 @@ static bool kmig_dest_ok(const struct __kernel_sockaddr_storage *ss)
 	return ss->ss_family == AF_INET6 && s6->sin6_port;
 }
 
-static int kmig_out_build(struct kmig_arena *a,
-			  const struct kmigrate_migrate *arg,
-			  struct kmig_out_msgs *m)
+/* PREPARE for @arg, or ERR_PTR; its length in @len. */
+static struct kmig_prepare *kmig_out_build(struct kmig_arena *a,
+					   const struct kmigrate_prepare *arg,
+					   u32 *len)
 {
-	struct kmigrate_range *ranges;
 	struct kmig_prepare *p;
-	struct kmig_frozen *f;
 	u8 *data;
-	u32 i;
 
 	if (arg->mode > KMIGRATE_MODE_PRECOPY ||
 	    arg->flags & ~KMIGRATE_F_NO_PREFETCH ||
-	    !arg->ctx_len || arg->ctx_len > KMIGRATE_CTX_MAX ||
-	    !arg->nranges || arg->nranges > KMIGRATE_MAX_RANGES ||
 	    arg->path_len < 2 || arg->path_len > KMIGRATE_PATH_MAX ||
 	    !arg->args_len || arg->args_len > KMIGRATE_ARGS_MAX ||
 	    !arg->fp_len || arg->fp_len > KMIGRATE_FP_MAX ||
 	    !kmig_dest_ok(&arg->dest))
-		return -EINVAL;
-
-	m->prepare_len = sizeof(*p) + arg->path_len + arg->args_len +
-			 arg->fp_len;
-	p = kzalloc(m->prepare_len, GFP_KERNEL);
-	m->prepare = p;
-	m->frozen_len = struct_size(f, range, arg->nranges) + arg->ctx_len;
-	f = kzalloc(m->frozen_len, GFP_KERNEL);
-	m->frozen = f;
-	ranges = kcalloc(arg->nranges, sizeof(*ranges), GFP_KERNEL);
-	if (!p || !f || !ranges)
-		goto nomem;
+		return ERR_PTR(-EINVAL);
+	*len = sizeof(*p) + arg->path_len + arg->args_len + arg->fp_len;
+	p = kzalloc(*len, GFP_KERNEL);
+	if (!p)
+		return ERR_PTR(-ENOMEM);
 	data = p->data;
 	if (copy_from_user(data, u64_to_user_ptr(arg->path), arg->path_len) ||
 	    copy_from_user(data + arg->path_len, u64_to_user_ptr(arg->args),
 			   arg->args_len) ||
 	    copy_from_user(data + arg->path_len + arg->args_len,
-			   u64_to_user_ptr(arg->fp), arg->fp_len) ||
-	    copy_from_user(ranges, u64_to_user_ptr(arg->ranges),
-			   arg->nranges * sizeof(*ranges)) ||
-	    copy_from_user((u8 *)&f->range[arg->nranges],
-			   u64_to_user_ptr(arg->ctx), arg->ctx_len)) {
-		kfree(ranges);
-		return -EFAULT;
+			   u64_to_user_ptr(arg->fp), arg->fp_len)) {
+		kfree(p);
+		return ERR_PTR(-EFAULT);
 	}
 	if (!kmig_path_ok(data, arg->path_len) ||
-	    !kmig_args_ok(data + arg->path_len, arg->args_len) ||
-	    !kmig_ranges_ok(ranges, arg->nranges, a->npages, false)) {
-		kfree(ranges);
-		return -EINVAL;
+	    !kmig_args_ok(data + arg->path_len, arg->args_len)) {
+		kfree(p);
+		return ERR_PTR(-EINVAL);
 	}
-	kmig_hdr_init(&p->hdr, KMIG_PREPARE, m->prepare_len);
+	kmig_hdr_init(&p->hdr, KMIG_PREPARE, *len);
 	p->va = cpu_to_be64(a->va);
 	p->npages = cpu_to_be32(a->npages);
 	p->mode = cpu_to_be32(arg->mode);
@@ -105,8 +86,40 @@ static int kmig_out_build(struct kmig_arena *a,
 	p->path_len = cpu_to_be16(arg->path_len);
 	p->args_len = cpu_to_be16(arg->args_len);
 	p->fp_len = cpu_to_be16(arg->fp_len);
+	return p;
+}
 
-	kmig_hdr_init(&f->hdr, KMIG_FROZEN, m->frozen_len);
+/* FROZEN for the caller's context and ranges, or ERR_PTR. */
+static struct kmig_frozen *kmig_out_build_frozen(struct kmig_arena *a,
+						 const struct kmigrate_freeze *arg,
+						 u32 *len)
+{
+	struct kmigrate_range *ranges;
+	struct kmig_frozen *f;
+	int ret = -EINVAL;
+	u32 i;
+
+	if (arg->flags & ~KMIGRATE_FREEZE_WAIT || arg->reserved ||
+	    !arg->ctx_len || arg->ctx_len > KMIGRATE_CTX_MAX ||
+	    !arg->nranges || arg->nranges > KMIGRATE_MAX_RANGES)
+		return ERR_PTR(-EINVAL);
+	*len = struct_size(f, range, arg->nranges) + arg->ctx_len;
+	f = kzalloc(*len, GFP_KERNEL);
+	ranges = kcalloc(arg->nranges, sizeof(*ranges), GFP_KERNEL);
+	if (!f || !ranges) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	if (copy_from_user(ranges, u64_to_user_ptr(arg->ranges),
+			   arg->nranges * sizeof(*ranges)) ||
+	    copy_from_user((u8 *)&f->range[arg->nranges],
+			   u64_to_user_ptr(arg->ctx), arg->ctx_len)) {
+		ret = -EFAULT;
+		goto fail;
+	}
+	if (!kmig_ranges_ok(ranges, arg->nranges, a->npages, false))
+		goto fail;
+	kmig_hdr_init(&f->hdr, KMIG_FROZEN, *len);
 	f->nranges = cpu_to_be16(arg->nranges);
 	f->ctx_len = cpu_to_be16(arg->ctx_len);
 	for (i = 0; i < arg->nranges; i++) {
@@ -114,15 +127,16 @@ static int kmig_out_build(struct kmig_arena *a,
 		f->range[i].count = cpu_to_be32(ranges[i].count);
 	}
 	kfree(ranges);
-	return 0;
-nomem:
+	return f;
+fail:
 	kfree(ranges);
-	return -ENOMEM;
+	kfree(f);
+	return ERR_PTR(ret);
 }
 
 /* PREPARE, then the grant's keys in order. */
 static int kmig_out_send_prepare(struct kmig_arena *a, struct kverbs_ep *ep,
-				 struct kmig_out_msgs *m)
+				 struct kmig_prepare *p, u32 len)
 {
 	u64 extent = kverbs_grant_extent(a->grant);
 	u32 nkeys = kmig_nkeys(a->npages, ilog2(extent));
@@ -130,9 +144,9 @@ static int kmig_out_send_prepare(struct kmig_arena *a, struct kverbs_ep *ep,
 	u32 first, i;
 	int ret;
 
-	m->prepare->nkeys = cpu_to_be32(nkeys);
-	m->prepare->extent_shift = cpu_to_be32(ilog2(extent));
-	ret = kmig_send(ep, m->prepare, m->prepare_len, 0);
+	p->nkeys = cpu_to_be32(nkeys);
+	p->extent_shift = cpu_to_be32(ilog2(extent));
+	ret = kmig_send(ep, p, len, 0);
 	if (ret)
 		return ret;
 	k = kmalloc(struct_size(k, key, KMIG_KEYS_PER_MSG), GFP_KERNEL);
@@ -203,7 +217,7 @@ void kmig_out_end_work(struct work_struct *w)
 		a->total_ns = ktime_get_ns() - a->t_freeze;
 		a->moved = true;
 	}
-	a->state = KMIGRATE_ST_LOCAL;
+	a->out_phase = KMIG_OUT_NONE;
 	a->frozen = false;
 	a->ended = true;
 	spin_unlock_bh(&a->lock);
@@ -294,29 +308,8 @@ int kmig_out_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 	return ret;
 }
 
-/* Wait for the arena to be wholly here, if it is still arriving. */
-static int kmig_out_wait_local(struct kmig_arena *a)
-{
-	int ret;
-
-	ret = wait_event_killable(a->wait,
-				  READ_ONCE(a->state) != KMIGRATE_ST_PULLING);
-	if (ret)
-		return -EINTR;
-	switch (READ_ONCE(a->state)) {
-	case KMIGRATE_ST_LOCAL:
-	case KMIGRATE_ST_ARRIVED:
-		return a->moved ? -ENOENT : 0;
-	case KMIGRATE_ST_LOST:
-		return -EIO;
-	default:
-		return -EINVAL;
-	}
-}
-
-static int kmig_out_connect(struct kmig_arena *a,
-			    const struct kmigrate_migrate *arg,
-			    unsigned int timeout_ms)
+/* Connect, register, grant; @a->ep and @a->kr set when it returns 0. */
+static int kmig_out_connect(struct kmig_arena *a)
 {
 	struct kverbs_region *kr;
 	struct kverbs_grant *g;
@@ -342,8 +335,8 @@ static int kmig_out_connect(struct kmig_arena *a,
 		return PTR_ERR(kr);
 	}
 	kmig_arena_get(a);
-	ep = kverbs_ep_connect(kmig.dom, (const struct sockaddr *)&arg->dest,
-			       min(timeout_ms, KMIG_CONNECT_MS), c);
+	ep = kverbs_ep_connect(kmig.dom, (const struct sockaddr *)&a->peer,
+			       min(a->prep_timeout_ms, KMIG_CONNECT_MS), c);
 	up_read(&kmig.dom_sem);
 	if (IS_ERR(ep)) {
 		kverbs_region_destroy(kr);
@@ -366,10 +359,6 @@ static int kmig_out_connect(struct kmig_arena *a,
 	a->ending = false;
 	a->ended = false;
 	a->t_resumed = 0;
-	a->mode = arg->mode;
-	a->flags = arg->flags;
-	memcpy(&a->peer, &arg->dest, sizeof(a->peer));
-	a->state = KMIGRATE_ST_PREPARING;
 	spin_unlock_bh(&a->lock);
 	up_write(&a->ep_sem);
 
@@ -380,86 +369,217 @@ static int kmig_out_connect(struct kmig_arena *a,
 	return ret;
 }
 
-/**
- * kmig_out_migrate - KMIGRATE_IOC_MIGRATE on @a's session
- * @a: the arena
- * @uarg: struct kmigrate_migrate
- *
- * Context: process (the arena's only thread); sleeps.
- * Return: 0 (moved: the copy here is gone), -EHOSTDOWN (the destination
- * failed after the freeze: resume here), or, with nothing changed:
- * -EINVAL, -EFAULT, -ENOMEM, -EBUSY (other threads), -ENOENT (moved
- * already), -EIO (a page of the arena was lost), -ENOTCONN (not started),
- * -ETIMEDOUT, -EHOSTUNREACH (the destination went away while preparing),
- * -EINTR, the destination's refusal (-EXDEV: another executable or
- * libraries; -ENOEXEC: no spawner) or a connection error.
- */
-long kmig_out_migrate(struct kmig_arena *a,
-		      const struct kmigrate_migrate __user *uarg)
+/* Tell the process its preparation ended (libkmigrate's poll()). */
+static void kmig_out_signal(struct kmig_arena *a)
 {
-	struct kmig_out_msgs m = {};
-	struct kmigrate_migrate arg;
-	unsigned int timeout_ms;
-	long left;
+	struct pid *pid;
+
+	mutex_lock(&kmig.lock);
+	pid = get_pid(a->owner);
+	mutex_unlock(&kmig.lock);
+	if (pid)
+		kill_pid(pid, KMIGRATE_SIGNAL, 1);
+	put_pid(pid);
+}
+
+/* The preparation, off the process's path; see the top of this file. */
+void kmig_out_prep_work(struct work_struct *w)
+{
+	struct kmig_arena *a = container_of(w, struct kmig_arena, prep_work);
+	unsigned long timeout = msecs_to_jiffies(a->prep_timeout_ms);
 	int ret;
+
+	/* An arena still arriving leaves once it has arrived. */
+	wait_event(a->wait, READ_ONCE(a->state) != KMIGRATE_ST_PULLING ||
+		   READ_ONCE(a->cancel));
+	ret = READ_ONCE(a->state) == KMIGRATE_ST_LOST ? -EIO : 0;
+	if (!ret && READ_ONCE(a->cancel))
+		ret = -ECANCELED;
+	if (!ret)
+		ret = kmig_out_connect(a);
+	if (!ret)
+		ret = kmig_out_send_prepare(a, a->ep, a->prep_msg,
+					    a->prep_msg_len);
+	if (!ret &&
+	    !wait_event_timeout(a->wait, READ_ONCE(a->ready) ||
+				READ_ONCE(a->down) || READ_ONCE(a->cancel),
+				timeout))
+		ret = -ETIMEDOUT;
+	if (!ret)
+		ret = READ_ONCE(a->cancel) ? -ECANCELED :
+		      !READ_ONCE(a->ready) ? -EHOSTUNREACH :
+		      -a->ready_status;
+	/* Undone before it is published: a new PREPARE may follow at once. */
+	if (ret)
+		kmig_out_close(a);
+	kfree(a->prep_msg);
+	a->prep_msg = NULL;
+	spin_lock_bh(&a->lock);
+	a->prep_err = ret;
+	a->out_phase = ret ? KMIG_OUT_NONE : KMIG_OUT_PREPARED;
+	a->prep_done = true;
+	spin_unlock_bh(&a->lock);
+	wake_up_all(&a->wait);
+	kmig_out_signal(a);
+	kmig_arena_put(a);
+}
+
+/**
+ * kmig_out_prepare - KMIGRATE_IOC_PREPARE on @a's session
+ * @a: the arena
+ * @uarg: struct kmigrate_prepare
+ *
+ * Context: process.
+ * Return: 0 (started), -EINVAL, -EFAULT, -ENOMEM, -ENOENT (moved
+ * already), -EIO (a page of the arena was lost), -EBUSY (a migration is
+ * under way, or the arena is not this process's to move).
+ */
+long kmig_out_prepare(struct kmig_arena *a,
+		      const struct kmigrate_prepare __user *uarg)
+{
+	struct kmigrate_prepare arg;
+	struct kmig_prepare *p;
+	int ret = 0;
+	u32 len;
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	ret = kmig_out_build(a, &arg, &m);
-	if (ret)
-		goto out;
-	if (get_nr_threads(current) != 1) {
-		ret = -EBUSY;
-		goto out;
-	}
-	ret = kmig_out_wait_local(a);
-	if (ret)
-		goto out;
-	timeout_ms = arg.timeout_ms ?: KMIG_PREPARE_MS;
-	ret = kmig_out_connect(a, &arg, timeout_ms);
-	if (!ret)
-		ret = kmig_out_send_prepare(a, a->ep, &m);
-	if (ret)
-		goto undo;
-	left = wait_event_killable_timeout(a->wait,
-					   READ_ONCE(a->ready) || READ_ONCE(a->down),
-					   msecs_to_jiffies(timeout_ms));
-	if (!READ_ONCE(a->ready)) {
-		ret = READ_ONCE(a->down) ? -EHOSTUNREACH :
-		      left ? -EINTR : -ETIMEDOUT;
-		goto undo;
-	}
-	if (a->ready_status) {
-		ret = -a->ready_status;
-		goto undo;
-	}
-
-	/* The freeze: from here @end_work ends the migration. */
+	p = kmig_out_build(a, &arg, &len);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
 	spin_lock_bh(&a->lock);
-	a->t_freeze = ktime_get_ns();
-	a->frozen = true;
-	a->state = KMIGRATE_ST_FROZEN;
-	if (a->down)
-		kmig_out_end(a);
+	if (a->moved)
+		ret = -ENOENT;
+	else if (a->state == KMIGRATE_ST_LOST)
+		ret = -EIO;
+	else if (a->out_phase != KMIG_OUT_NONE ||
+		 (a->state != KMIGRATE_ST_LOCAL &&
+		  a->state != KMIGRATE_ST_ARRIVED &&
+		  a->state != KMIGRATE_ST_PULLING))
+		ret = -EBUSY;
+	if (!ret) {
+		a->out_phase = KMIG_OUT_PREPARING;
+		a->prep_done = false;
+		a->prep_err = 0;
+		a->cancel = false;
+		a->prep_msg = p;
+		a->prep_msg_len = len;
+		a->prep_timeout_ms = arg.timeout_ms ?: KMIG_PREPARE_MS;
+		a->mode = arg.mode;
+		a->flags = arg.flags;
+		memset(&a->peer, 0, sizeof(a->peer));
+		memcpy(&a->peer, &arg.dest, sizeof(arg.dest));
+	}
 	spin_unlock_bh(&a->lock);
+	if (ret) {
+		kfree(p);
+		return ret;
+	}
+	kmig_arena_get(a);
+	queue_work(kmig.wq, &a->prep_work);
+	return 0;
+}
+
+/**
+ * kmig_out_freeze - KMIGRATE_IOC_FREEZE on @a's session
+ * @a: the arena
+ * @uarg: struct kmigrate_freeze
+ *
+ * Context: process (the arena's only thread); sleeps.
+ * Return: 0 (moved: the copy here is gone), -EHOSTDOWN (the destination
+ * failed after the freeze: resume here), or, with nothing moved:
+ * -EINVAL (bad arguments, nothing prepared), -EFAULT, -ENOMEM, -EAGAIN
+ * (still preparing), -EBUSY (other threads), -EINTR, or the preparation's
+ * error: -ENOTCONN (kmigrate not started), -ETIMEDOUT, -EHOSTUNREACH (the
+ * destination went away), -EIO (a page was lost), the destination's
+ * refusal (-EXDEV: another executable or libraries; -ENOEXEC: no spawner;
+ * -ESRCH: its process died) or a connection error.
+ */
+long kmig_out_freeze(struct kmig_arena *a,
+		     const struct kmigrate_freeze __user *uarg)
+{
+	struct kmigrate_freeze arg;
+	struct kmig_frozen *f;
+	int ret, phase;
+	u32 len;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	f = kmig_out_build_frozen(a, &arg, &len);
+	if (IS_ERR(f))
+		return PTR_ERR(f);
+	ret = -EINVAL;
+	if (READ_ONCE(a->out_phase) == KMIG_OUT_NONE && !READ_ONCE(a->prep_done))
+		goto out;
+	if (!(arg.flags & KMIGRATE_FREEZE_WAIT) && !READ_ONCE(a->prep_done)) {
+		ret = -EAGAIN;
+		goto out;
+	}
+	ret = -EINTR;
+	if (wait_event_killable(a->wait, READ_ONCE(a->prep_done)))
+		goto out;
+	spin_lock_bh(&a->lock);
+	ret = a->prep_err;
+	phase = a->out_phase;
+	if (ret) {
+		/* Told once; the next FREEZE finds nothing prepared. */
+		a->prep_err = 0;
+		a->prep_done = false;
+	} else if (phase != KMIG_OUT_PREPARED) {
+		ret = -EINVAL;
+	} else if (get_nr_threads(current) != 1) {
+		ret = -EBUSY;
+	} else {
+		/* The freeze: from here @end_work ends the migration. */
+		a->t_freeze = ktime_get_ns();
+		a->frozen = true;
+		a->out_phase = KMIG_OUT_FROZEN;
+		if (a->down)
+			kmig_out_end(a);
+	}
+	spin_unlock_bh(&a->lock);
+	if (ret)
+		goto out;
 	kmig_count(KMIGRATE_S_OUT, 1);
 	/* A failure shows as a disconnect, which ends it. */
 	down_read(&a->ep_sem);
 	if (a->out)
-		kmig_send(a->ep, m.frozen, m.frozen_len, 0);
+		kmig_send(a->ep, f, len, 0);
 	up_read(&a->ep_sem);
 	if (wait_event_killable(a->wait, READ_ONCE(a->ended)))
 		ret = -EINTR;
 	else
 		ret = a->moved ? 0 : -EHOSTDOWN;
-	goto out;
-undo:
-	kmig_out_close(a);
-	spin_lock_bh(&a->lock);
-	a->state = KMIGRATE_ST_LOCAL;
-	spin_unlock_bh(&a->lock);
 out:
-	kfree(m.prepare);
-	kfree(m.frozen);
+	kfree(f);
 	return ret;
+}
+
+/**
+ * kmig_out_cancel - the session of @a's process is going
+ * @a: its arena
+ *
+ * A preparation under way is undone by its work, which this waits for;
+ * a prepared one here.  A frozen migration goes on (see the top of this
+ * file).
+ *
+ * Context: process.
+ */
+void kmig_out_cancel(struct kmig_arena *a)
+{
+	bool close;
+
+	spin_lock_bh(&a->lock);
+	a->cancel = true;
+	spin_unlock_bh(&a->lock);
+	wake_up_all(&a->wait);
+	/* Bounded: its waits see @cancel, its connect KMIG_CONNECT_MS. */
+	flush_work(&a->prep_work);
+	spin_lock_bh(&a->lock);
+	close = a->out_phase == KMIG_OUT_PREPARED;
+	if (close)
+		a->out_phase = KMIG_OUT_NONE;
+	spin_unlock_bh(&a->lock);
+	if (close)
+		kmig_out_close(a);
 }

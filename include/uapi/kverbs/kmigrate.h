@@ -45,7 +45,10 @@
 /* What the destination's process must present to attach */
 #define KMIGRATE_FP_MAX		128
 
-/* Sent to a process that kmigrate(1) asks to move (MOVE). */
+/*
+ * Sent to a process that kmigrate(1) asks to move (MOVE), and when its
+ * preparation ends (KMIGRATE_IOC_PREPARE).
+ */
 #define KMIGRATE_SIGNAL		23	/* SIGURG: ignored by default */
 
 /**
@@ -74,61 +77,82 @@ struct kmigrate_range {
 	__u32 count;
 };
 
-/* kmigrate_migrate.mode */
+/* kmigrate_prepare.mode */
 #define KMIGRATE_MODE_POSTCOPY	0	/* resume first, pages follow */
 #define KMIGRATE_MODE_PRECOPY	1	/* every page first, then resume */
 
-/* kmigrate_migrate.flags */
+/* kmigrate_prepare.flags */
 #define KMIGRATE_F_NO_PREFETCH	0x1	/* post-copy pulls on faults only */
 
 /**
- * struct kmigrate_migrate - KMIGRATE_IOC_MIGRATE: move the arena
+ * struct kmigrate_prepare - KMIGRATE_IOC_PREPARE: get a destination ready
  * @dest: the destination's kmigrate address: sockaddr_in or sockaddr_in6
  *	with its port
  * @mode: KMIGRATE_MODE_*
  * @flags: KMIGRATE_F_*
- * @ctx: user pointer: the register context to resume from, @ctx_len bytes
- *	(1..KMIGRATE_CTX_MAX), handed to the destination's process as is
- * @ranges: user pointer: @nranges (1..KMIGRATE_MAX_RANGES) sorted,
- *	disjoint, non-empty struct kmigrate_range: the pages that move
  * @path: user pointer: the executable the destination starts, absolute,
  *	@path_len bytes with the NUL (2..KMIGRATE_PATH_MAX)
  * @args: user pointer: its argv, @args_len bytes (1..KMIGRATE_ARGS_MAX),
  *	NUL-terminated strings back to back
  * @fp: user pointer: @fp_len bytes (1..KMIGRATE_FP_MAX) the destination's
  *	process must present in KMIGRATE_IOC_ATTACH
- * @ctx_len: see @ctx
- * @nranges: see @ranges
  * @path_len: see @path
  * @args_len: see @args
  * @fp_len: see @fp
  * @timeout_ms: bound on connecting, starting and attaching the
  *	destination's process; 0 for 30 s
  *
- * The calling task is the arena's only thread (-EBUSY otherwise) and
- * must not touch the arena during the call: the call itself runs on
- * another stack (libkmigrate switches to the process's own).  It returns
- * 0 when the destination holds the whole arena: the source's copy is
- * gone and the process must exit without touching it.  -EHOSTDOWN: the
- * destination failed after the freeze, the arena is the caller's again,
- * unchanged since the freeze, and the process resumes here.  Any other
- * error leaves the arena as it was, with nothing started remotely.
+ * Returns at once; the process goes on running while the kernel
+ * registers the arena, connects, and the destination starts its process.
+ * When that ends, well or not, the process gets KMIGRATE_SIGNAL, and
+ * KMIGRATE_IOC_FREEZE migrates it or returns why not.  -EBUSY if a
+ * migration is under way.
  */
-struct kmigrate_migrate {
+struct kmigrate_prepare {
 	struct __kernel_sockaddr_storage dest;
 	__u32 mode;
 	__u32 flags;
-	__u64 ctx;
-	__u64 ranges;
 	__u64 path;
 	__u64 args;
 	__u64 fp;
-	__u32 ctx_len;
-	__u32 nranges;
 	__u32 path_len;
 	__u32 args_len;
 	__u32 fp_len;
 	__u32 timeout_ms;
+};
+
+/* kmigrate_freeze.flags */
+#define KMIGRATE_FREEZE_WAIT	0x1	/* wait for the preparation to end */
+
+/**
+ * struct kmigrate_freeze - KMIGRATE_IOC_FREEZE: migrate, once prepared
+ * @ctx: user pointer: the register context to resume from, @ctx_len bytes
+ *	(1..KMIGRATE_CTX_MAX), handed to the destination's process as is
+ * @ranges: user pointer: @nranges (1..KMIGRATE_MAX_RANGES) sorted,
+ *	disjoint, non-empty struct kmigrate_range: the pages that move;
+ *	the others arrive zeroed
+ * @ctx_len: see @ctx
+ * @nranges: see @ranges
+ * @flags: KMIGRATE_FREEZE_*
+ * @reserved: zero
+ *
+ * Without KMIGRATE_FREEZE_WAIT, -EAGAIN while the preparation runs.  A
+ * failed preparation returns its error here, once, and nothing moved.
+ * Otherwise this is the freeze: the calling task must be the arena's only
+ * thread (-EBUSY) and must not touch the arena during the call (it runs on
+ * another stack: libkmigrate switches to the process's own).  It returns
+ * 0 when the destination holds the whole arena: the source's copy is gone
+ * and the process must exit without touching it.  -EHOSTDOWN: the
+ * destination failed after the freeze, the arena is the caller's again,
+ * unchanged since the freeze, and the process resumes here.
+ */
+struct kmigrate_freeze {
+	__u64 ctx;
+	__u64 ranges;
+	__u32 ctx_len;
+	__u32 nranges;
+	__u32 flags;
+	__u32 reserved;
 };
 
 /**
@@ -210,11 +234,12 @@ struct kmigrate_move {
 
 #define KMIGRATE_IOC_MAGIC	'M'
 #define KMIGRATE_IOC_CREATE	_IOWR(KMIGRATE_IOC_MAGIC, 0x60, struct kmigrate_create)
-#define KMIGRATE_IOC_MIGRATE	_IOW(KMIGRATE_IOC_MAGIC, 0x61, struct kmigrate_migrate)
+#define KMIGRATE_IOC_PREPARE	_IOW(KMIGRATE_IOC_MAGIC, 0x61, struct kmigrate_prepare)
 #define KMIGRATE_IOC_ACCEPT	_IOR(KMIGRATE_IOC_MAGIC, 0x62, struct kmigrate_incoming)
 #define KMIGRATE_IOC_ATTACH	_IOWR(KMIGRATE_IOC_MAGIC, 0x63, struct kmigrate_attach)
 #define KMIGRATE_IOC_RESUME	_IOWR(KMIGRATE_IOC_MAGIC, 0x64, struct kmigrate_resume)
 #define KMIGRATE_IOC_MOVE_TARGET	_IOR(KMIGRATE_IOC_MAGIC, 0x65, struct kmigrate_move)
+#define KMIGRATE_IOC_FREEZE	_IOW(KMIGRATE_IOC_MAGIC, 0x66, struct kmigrate_freeze)
 
 /* Generic netlink */
 enum {
