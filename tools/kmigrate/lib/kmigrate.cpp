@@ -57,6 +57,8 @@ struct request {
     socklen_t dest_len;
     std::uint32_t mode;
     std::uint32_t flags;
+    std::uint32_t freeze_flags;  // KMIGRATE_FREEZE_WAIT, or 0 from poll()
+    bool preparing;              // PREPARE went; FREEZE has not answered
     char dest_text[64];
 };
 request req;
@@ -377,25 +379,14 @@ std::string explain(int err, const std::string &dest)
     const arena_header *h = g.hdr;
     const range_list ranges = used_ranges(h->va, h->h.begin(), h->h.top(), req.blob.r.rsp,
                                           h->stack_lo, h->stack_hi);
-    kmigrate_migrate m{};
-    static_assert(sizeof(m.dest) >= sizeof(req.dest));
-    std::memcpy(&m.dest, &req.dest, req.dest_len);
-    m.mode = req.mode;
-    m.flags = req.flags;
-    m.ctx = reinterpret_cast<std::uintptr_t>(&req.blob);
-    m.ctx_len = sizeof(req.blob);
-    m.ranges = reinterpret_cast<std::uintptr_t>(ranges.r);
-    m.nranges = ranges.n;
-    m.path = reinterpret_cast<std::uintptr_t>(g.exe);
-    m.path_len = g.exe_len;
-    m.args = reinterpret_cast<std::uintptr_t>(g.args);
-    m.args_len = g.args_len;
-    m.fp = reinterpret_cast<std::uintptr_t>(g.fp);
-    m.fp_len = g.fp_len;
-    int rc;
-    do
-        rc = ::ioctl(g.session, KMIGRATE_IOC_MIGRATE, &m);
-    while (rc < 0 && errno == EINTR);  // refused before anything started
+    kmigrate_freeze f{};
+    f.ctx = reinterpret_cast<std::uintptr_t>(&req.blob);
+    f.ctx_len = sizeof(req.blob);
+    f.ranges = reinterpret_cast<std::uintptr_t>(ranges.r);
+    f.nranges = ranges.n;
+    f.flags = req.freeze_flags;
+    // the wait is killable only: EINTR means the process is dying anyway
+    const int rc = ::ioctl(g.session, KMIGRATE_IOC_FREEZE, &f);
     if (!rc) {
         if (g.verbose) {
             // no stdio: it may allocate, and the arena is gone
@@ -409,16 +400,15 @@ std::string explain(int err, const std::string &dest)
     kmigrate_ctx_jump(&req.blob.r, failed_base + errno);
 }
 
-int migrate_to(const sockaddr_storage &dest, socklen_t len, std::uint32_t mode, std::uint32_t flags)
+// What every migration needs of the process, checked before PREPARE and
+// again before the freeze (a descriptor may be opened in between).
+int movable()
 {
-    last_err.clear();
     if (!g.hdr)
         return fail(EINVAL, "migrate() outside kmigrate::run()");
     if (!on_arena())
         return fail(EINVAL, "migrate() must run on the arena's stack: call it from the "
                             "function given to kmigrate::run()");
-    if (mode > KMIGRATE_MODE_PRECOPY || (flags & ~std::uint32_t(KMIGRATE_F_NO_PREFETCH)))
-        return fail(EINVAL, "bad mode or flags");
     if (!g.exe_len)
         return fail(ENAMETOOLONG, "the executable's path is unknown (deleted?) or longer "
                                   "than KMIGRATE_PATH_MAX");
@@ -433,12 +423,53 @@ int migrate_to(const sockaddr_storage &dest, socklen_t len, std::uint32_t mode, 
         return fail(EBADF, s + (fds.size() > 1 ? " are" : " is") +
                                " open: file descriptors do not migrate");
     }
+    return 0;
+}
+
+// PREPARE: the kernel gets dest ready in the background.
+int prepare_to(const sockaddr_storage &dest, socklen_t len, std::uint32_t mode,
+               std::uint32_t flags)
+{
+    last_err.clear();
+    if (mode > KMIGRATE_MODE_PRECOPY || (flags & ~std::uint32_t(KMIGRATE_F_NO_PREFETCH)))
+        return fail(EINVAL, "bad mode or flags");
+    if (req.preparing)
+        return fail(EBUSY, std::string("a migration to ") + req.dest_text + " is under way");
+    if (const int err = movable())
+        return err;
     const std::string text = format_sockaddr(&dest, len);
+    kmigrate_prepare p{};
+    static_assert(sizeof(p.dest) >= sizeof(dest));
+    std::memcpy(&p.dest, &dest, len);
+    p.mode = mode;
+    p.flags = flags;
+    p.path = reinterpret_cast<std::uintptr_t>(g.exe);
+    p.path_len = g.exe_len;
+    p.args = reinterpret_cast<std::uintptr_t>(g.args);
+    p.args_len = g.args_len;
+    p.fp = reinterpret_cast<std::uintptr_t>(g.fp);
+    p.fp_len = g.fp_len;
+    if (::ioctl(g.session, KMIGRATE_IOC_PREPARE, &p) < 0)
+        return fail(errno, explain(errno, text));
     req.dest = dest;
     req.dest_len = len;
     req.mode = mode;
     req.flags = flags;
+    req.preparing = true;
     std::snprintf(req.dest_text, sizeof(req.dest_text), "%s", text.c_str());
+    return 0;
+}
+
+// FREEZE: migrate now if prepared (waiting for it with @wait); -EAGAIN
+// while the preparation runs without @wait.
+int freeze(bool wait)
+{
+    last_err.clear();
+    if (!req.preparing)
+        return fail(EINVAL, "nothing prepared: call kmigrate::prepare() first");
+    if (const int err = movable())
+        return err;
+    req.freeze_flags = wait ? KMIGRATE_FREEZE_WAIT : 0;
     req.blob.magic = ctx_blob::magic_value;
     req.blob.version = ctx_blob::version_value;
     req.blob.size = sizeof(ctx_blob);
@@ -448,11 +479,26 @@ int migrate_to(const sockaddr_storage &dest, socklen_t len, std::uint32_t mode, 
     std::fflush(nullptr);
     const long v = leave(&req.blob.r, migrate_native, nullptr);
     if (v == resumed_there) {
+        req.preparing = false;
         g.hdr->migrations++;
         return 0;
     }
     const int err = static_cast<int>(v - failed_base);
-    return fail(err, explain(err, text));
+    if (err == EAGAIN)
+        return fail(EAGAIN, std::string("the migration to ") + req.dest_text +
+                                " is still being prepared");
+    if (err != EBUSY && err != EINTR)
+        req.preparing = false;  // told once: nothing is prepared any more
+    return fail(err, explain(err, req.dest_text));
+}
+
+bool parse(const std::string &dest, sockaddr_storage *ss, socklen_t *len)
+{
+    std::string why;
+    if (parse_dest(dest, ss, len, &why))
+        return true;
+    fail(EINVAL, why);
+    return false;
 }
 
 }  // namespace
@@ -476,14 +522,20 @@ int run(int argc, char **argv, int (*fn)(int, char **), const options &o)
     return start(argc, argv, fn, o);
 }
 
-int migrate(const std::string &dest, mode m, unsigned flags)
+int prepare(const std::string &dest, mode m, unsigned flags)
 {
     sockaddr_storage ss;
     socklen_t len;
-    std::string why;
-    if (!parse_dest(dest, &ss, &len, &why))
-        return fail(EINVAL, why);
-    return migrate_to(ss, len, static_cast<std::uint32_t>(m), flags);
+    if (!parse(dest, &ss, &len))
+        return -EINVAL;
+    return prepare_to(ss, len, static_cast<std::uint32_t>(m), flags);
+}
+
+int migrate(const std::string &dest, mode m, unsigned flags)
+{
+    if (const int err = prepare(dest, m, flags))
+        return err;
+    return freeze(true);
 }
 
 bool poll()
@@ -494,28 +546,32 @@ bool poll()
     if (!g.hdr)
         return false;
     kmigrate_move mv{};
-    if (::ioctl(g.session, KMIGRATE_IOC_MOVE_TARGET, &mv) < 0) {
-        if (errno != ENOENT) {
-            fail(errno, std::string("asking where to move: ") + std::strerror(errno));
+    if (::ioctl(g.session, KMIGRATE_IOC_MOVE_TARGET, &mv) == 0) {
+        sockaddr_storage ss{};
+        std::memcpy(&ss, &mv.dest, sizeof(ss));
+        const socklen_t len = ss.ss_family == AF_INET    ? sizeof(sockaddr_in)
+                              : ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                         : 0;
+        if (!len) {
+            fail(EAFNOSUPPORT, "the requested destination is no IP address");
             say("%s", last_err.c_str());
+        } else if (prepare_to(ss, len, mv.mode, mv.flags) < 0) {
+            say("the requested move failed: %s", last_err.c_str());
         }
+        // the preparation's end signals again
         return false;
     }
-    sockaddr_storage ss{};
-    std::memcpy(&ss, &mv.dest, sizeof(ss));
-    const socklen_t len = ss.ss_family == AF_INET    ? sizeof(sockaddr_in)
-                          : ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6)
-                                                     : 0;
-    if (!len) {
-        fail(EAFNOSUPPORT, "the requested destination is no IP address");
+    if (errno != ENOENT) {
+        fail(errno, std::string("asking where to move: ") + std::strerror(errno));
         say("%s", last_err.c_str());
         return false;
     }
-    if (migrate_to(ss, len, mv.mode, mv.flags) < 0) {
-        say("the requested move failed: %s", last_err.c_str());
+    if (!req.preparing)
         return false;
-    }
-    return true;
+    const int err = freeze(false);
+    if (err && err != -EAGAIN)
+        say("the requested move failed: %s", last_err.c_str());
+    return err == 0;
 }
 
 const std::string &last_error()

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -136,17 +137,62 @@ int do_create(kmigrate_create *c)
     return 0;
 }
 
-int do_migrate(const kmigrate_migrate *m)
+// What PREPARE gave and FREEZE adds, as the module keeps them
+struct migration {
+    std::uint64_t ctx, ranges, path, args, fp;
+    std::uint32_t ctx_len, nranges, path_len, args_len, fp_len;
+};
+struct prepared {
+    bool pending;
+    kmigrate_prepare p;
+    char path[KMIGRATE_PATH_MAX];
+    char args[KMIGRATE_ARGS_MAX];
+    std::uint8_t fp[KMIGRATE_FP_MAX];
+};
+prepared prep;
+
+// The preparation "ends" at once: the process is signalled, as the module
+// signals it when its background preparation ends.
+int do_prepare(const kmigrate_prepare *p)
 {
-    if (!arena_npages || !m->ctx_len || m->ctx_len > KMIGRATE_CTX_MAX || !m->nranges ||
-        m->nranges > KMIGRATE_MAX_RANGES || !m->fp_len || m->fp_len > KMIGRATE_FP_MAX ||
-        m->path_len < 2 || m->path_len > KMIGRATE_PATH_MAX || !m->args_len ||
-        m->args_len > KMIGRATE_ARGS_MAX)
+    if (!arena_npages || !p->fp_len || p->fp_len > KMIGRATE_FP_MAX || p->path_len < 2 ||
+        p->path_len > KMIGRATE_PATH_MAX || !p->args_len || p->args_len > KMIGRATE_ARGS_MAX)
         return fail(EINVAL);
+    if (prep.pending)
+        return fail(EBUSY);
+    prep.pending = true;
+    prep.p = *p;
+    std::memcpy(prep.path, reinterpret_cast<const void *>(p->path), p->path_len);
+    std::memcpy(prep.args, reinterpret_cast<const void *>(p->args), p->args_len);
+    std::memcpy(prep.fp, reinterpret_cast<const void *>(p->fp), p->fp_len);
+    ::kill(::getpid(), KMIGRATE_SIGNAL);
+    return 0;
+}
+
+int do_migrate(const migration *m);
+
+int do_freeze(const kmigrate_freeze *f)
+{
+    if (!prep.pending || !f->ctx_len || f->ctx_len > KMIGRATE_CTX_MAX || !f->nranges ||
+        f->nranges > KMIGRATE_MAX_RANGES)
+        return fail(EINVAL);
+    if (const char *e = std::getenv("KMIGRATE_FAKE_FAIL")) {
+        // the preparation's error, told once
+        prep.pending = false;
+        return fail(std::atoi(e));
+    }
     if (threads() > 1)
         return fail(EBUSY);
-    if (const char *f = std::getenv("KMIGRATE_FAKE_FAIL"))
-        return fail(std::atoi(f));
+    prep.pending = false;
+    const migration m = {f->ctx, f->ranges, reinterpret_cast<std::uintptr_t>(prep.path),
+                         reinterpret_cast<std::uintptr_t>(prep.args),
+                         reinterpret_cast<std::uintptr_t>(prep.fp), f->ctx_len, f->nranges,
+                         prep.p.path_len, prep.p.args_len, prep.p.fp_len};
+    return do_migrate(&m);
+}
+
+int do_migrate(const migration *m)
+{
     static spool s;
     s = {};
     s.magic = spool_magic;
@@ -372,8 +418,10 @@ int ioctl(int fd, unsigned long req, ...) noexcept
     switch (req) {
     case KMIGRATE_IOC_CREATE:
         return do_create(static_cast<kmigrate_create *>(arg));
-    case KMIGRATE_IOC_MIGRATE:
-        return do_migrate(static_cast<const kmigrate_migrate *>(arg));
+    case KMIGRATE_IOC_PREPARE:
+        return do_prepare(static_cast<const kmigrate_prepare *>(arg));
+    case KMIGRATE_IOC_FREEZE:
+        return do_freeze(static_cast<const kmigrate_freeze *>(arg));
     case KMIGRATE_IOC_ATTACH:
         return do_attach(static_cast<kmigrate_attach *>(arg));
     case KMIGRATE_IOC_RESUME:

@@ -66,18 +66,28 @@ inline constexpr unsigned no_prefetch = 0x1;  // KMIGRATE_F_NO_PREFETCH
 // exits with status 1 if that fails.
 int run(int argc, char **argv, int (*fn)(int, char **), const options &o = {});
 
-// Move this process to dest, "ADDR[:PORT]" ("[IPv6]:PORT" with a port).
-// Called from fn's stack.  0 on the destination (the source's process
-// has exited); on the source -errno with last_error() saying why:
-// -EINVAL (bad address, not on the arena's stack), -EBADF (a file
-// descriptor is open), -EBUSY (another thread runs), -EHOSTDOWN (the
+// Move this process to dest, "ADDR[:PORT]" ("[IPv6]:PORT" with a port):
+// prepare(), wait for the destination, freeze and go.  Called from fn's
+// stack.  0 on the destination (the source's process has exited); on the
+// source -errno with last_error() saying why: -EINVAL (bad address, not
+// on the arena's stack), -EBADF (a file descriptor is open), -EBUSY
+// (another thread runs, or a migration is under way), -EHOSTDOWN (the
 // destination failed after the freeze: the process resumes here as it
-// was), or what the kernel said.
+// was), or what the kernel said (the destination refused or was
+// unreachable: nothing moved).
 int migrate(const std::string &dest, mode m = mode::postcopy, unsigned flags = 0);
 
-// Whether `kmigrate move` asked this process to go somewhere (signal
-// KMIGRATE_SIGNAL); if so, go.  true when this call moved the process,
-// i.e. it now runs on the destination.  Cheap when nothing was asked.
+// Start getting dest ready in the background and return at once: the
+// process runs on while the kernel connects and the destination starts
+// its process, then poll() freezes and moves it (so the process stops
+// only for the freeze).  0, or -errno as migrate().
+int prepare(const std::string &dest, mode m = mode::postcopy, unsigned flags = 0);
+
+// Call often from fn's stack; cheap (one flag) unless KMIGRATE_SIGNAL
+// came.  It came when `kmigrate move` asked this process to go somewhere
+// (poll() then prepare()s it) or when a preparation ended (poll() then
+// moves the process, or says on stderr why the preparation failed).
+// true when this call moved the process: it now runs on the destination.
 bool poll();
 
 // Why the last failed call failed.
