@@ -117,7 +117,8 @@ struct rawping_conn {
 	bool page_check;	/* server: fill the page; client: verify it */
 	u8 *page_buf;
 	struct scatterlist page_sg;
-	u64 page_dma;
+	u64 page_dma;		/* nonzero: @page_sg is mapped for @page_dir */
+	enum dma_data_direction page_dir;
 	struct ib_mr *mr;
 	struct ib_cqe reg_cqe;
 	struct ib_cqe write_cqe;
@@ -152,7 +153,11 @@ static inline int rawping_wc_error(const struct ib_wc *wc)
 	return wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
 }
 
-/* page.c: page mode */
+/* page.c: page mode, and the page that read mode uses too */
+int rawping_map_page(struct rawping_conn *c, enum dma_data_direction dir);
+int rawping_page_mr(struct rawping_conn *c);
+int rawping_post_reg(struct rawping_conn *c, int access);
+void rawping_page_fill(struct rawping_conn *c, u32 seq);
 int rawping_setup_page(struct rawping_conn *c);
 int rawping_register_page(struct rawping_conn *c);
 int rawping_page_write(struct rawping_conn *c, const u8 *src, u32 len,

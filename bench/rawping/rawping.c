@@ -403,11 +403,8 @@ static void rawping_conn_free(struct rawping_conn *c)
 	/* No WR references the MR once the QP is gone: its keys die here. */
 	if (c->mr)
 		ib_dereg_mr(c->mr);
-	if (c->page_dma && c->is_client)
-		ib_dma_unmap_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE);
-	else if (c->page_dma)
-		ib_dma_unmap_single(dev, c->page_dma, RAWPING_PAGE,
-				    DMA_TO_DEVICE);
+	if (c->page_dma)
+		ib_dma_unmap_sg(dev, &c->page_sg, 1, c->page_dir);
 	if (c->rx_dma)
 		ib_dma_unmap_single(dev, c->rx_dma,
 				    RAWPING_SLOTS * RAWPING_MAX,
