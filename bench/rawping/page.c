@@ -3,16 +3,18 @@
  * rawping, page=1: the client's 4 KiB page, registered for remote write
  * with FRWR at iova 0, its rkey carried in the hello; the server's RDMA
  * write into it before each echo; the client's check of it (check=1).
- * See rawping.c's header for the mode and its cost.
+ * The page's mapping, FRWR registration, fill and check serve read mode
+ * (read.c) too.  See rawping.c's header for the modes and their cost.
  */
 #include "rawping-pri.h"
 
 #include <linux/slab.h>
 
 /*
- * Page mode, check=1: word @i of the page written for ping @seq.  Pages
- * of different pings differ in every word (for 2^22 pings), and no word
- * of ping 0's page is 0, so a write that did not land shows.
+ * check=1: word @i of the page written for ping @seq (read mode: 0).
+ * Pages of different pings differ in every word (for 2^22 pings), and no
+ * word of ping 0's page is 0, so a transfer into a zeroed page that did
+ * not land shows.
  */
 static u32 rawping_page_word(u32 seq, u32 i)
 {
@@ -40,33 +42,32 @@ static void rawping_write_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * Page mode: the client's page, mapped and registered at iova 0 (posted
- * by rawping_register_page()), or the server's source page, mapped.
- * kmalloc() aligns a power-of-two size to itself: the page is one MR
- * page, at offset 0.
+ * The connection's page (page and read mode), zeroed and mapped for @dir
+ * as @page_sg.  kmalloc() aligns a power-of-two size to itself: the page
+ * is one MR page, at offset 0.  rawping_conn_free() unmaps it.
  */
-int rawping_setup_page(struct rawping_conn *c)
+int rawping_map_page(struct rawping_conn *c, enum dma_data_direction dir)
 {
-	struct ib_device *dev = c->pd->device;
-	int n;
-
 	c->page_buf = kzalloc(RAWPING_PAGE, GFP_KERNEL);
 	if (!c->page_buf)
 		return -ENOMEM;
-	if (!c->is_client) {
-		c->page_dma = ib_dma_map_single(dev, c->page_buf, RAWPING_PAGE,
-						DMA_TO_DEVICE);
-		if (ib_dma_mapping_error(dev, c->page_dma)) {
-			c->page_dma = 0;
-			return -ENOMEM;
-		}
-		c->write_cqe.done = rawping_write_done;
-		return 0;
-	}
 	sg_init_one(&c->page_sg, c->page_buf, RAWPING_PAGE);
-	if (ib_dma_map_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE) != 1)
+	if (ib_dma_map_sg(c->pd->device, &c->page_sg, 1, dir) != 1)
 		return -ENOMEM;
+	c->page_dir = dir;
 	c->page_dma = sg_dma_address(&c->page_sg);
+	return 0;
+}
+
+/*
+ * A one-page FRWR MR over the mapped page, at iova 0 so the wire names
+ * the page [0, RAWPING_PAGE) and carries no kernel or DMA address;
+ * rawping_post_reg() registers it.
+ */
+int rawping_page_mr(struct rawping_conn *c)
+{
+	int n;
+
 	c->mr = ib_alloc_mr(c->pd, IB_MR_TYPE_MEM_REG, 1);
 	if (IS_ERR(c->mr)) {
 		n = PTR_ERR(c->mr);
@@ -76,16 +77,16 @@ int rawping_setup_page(struct rawping_conn *c)
 	n = ib_map_mr_sg(c->mr, &c->page_sg, 1, NULL, RAWPING_PAGE);
 	if (n != 1)
 		return n < 0 ? n : -EINVAL;
-	c->mr->iova = 0;	/* the wire names the page [0, RAWPING_PAGE) */
-	c->reg_cqe.done = rawping_reg_done;
+	c->mr->iova = 0;
 	return 0;
 }
 
 /*
- * Client, page mode: register the page (IB_WR_REG_MR, signaled) and wait
- * for it, before the first ping, so the server's first write finds it.
+ * Post the page's registration for @access: IB_WR_REG_MR, signaled,
+ * completed at @reg_cqe.  Its rkey is @mr's, known (and sent in the
+ * hello) before it is posted.
  */
-int rawping_register_page(struct rawping_conn *c)
+int rawping_post_reg(struct rawping_conn *c, int access)
 {
 	struct ib_reg_wr wr = {
 		.wr = {
@@ -95,12 +96,37 @@ int rawping_register_page(struct rawping_conn *c)
 		},
 		.mr = c->mr,
 		.key = c->mr->rkey,
-		.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE,
+		.access = access,
 	};
+
+	return ib_post_send(c->id->qp, &wr.wr, NULL);
+}
+
+/*
+ * Page mode: the client's page, mapped and ready for registration (posted
+ * by rawping_register_page()), or the server's source page, mapped.
+ */
+int rawping_setup_page(struct rawping_conn *c)
+{
+	if (!c->is_client) {
+		c->write_cqe.done = rawping_write_done;
+		return rawping_map_page(c, DMA_TO_DEVICE);
+	}
+	c->reg_cqe.done = rawping_reg_done;
+	return rawping_map_page(c, DMA_FROM_DEVICE) ?: rawping_page_mr(c);
+}
+
+/*
+ * Client, page mode: register the page (IB_WR_REG_MR, signaled) and wait
+ * for it, before the first ping, so the server's first write finds it.
+ */
+int rawping_register_page(struct rawping_conn *c)
+{
 	long left;
 	int ret;
 
-	ret = ib_post_send(c->id->qp, &wr.wr, NULL);
+	ret = rawping_post_reg(c, IB_ACCESS_LOCAL_WRITE |
+				  IB_ACCESS_REMOTE_WRITE);
 	if (ret)
 		return ret;
 	left = wait_for_completion_killable_timeout(&c->event, 5 * HZ);
@@ -111,24 +137,31 @@ int rawping_register_page(struct rawping_conn *c)
 }
 
 /*
+ * Server: fill the page as the one that answers ping @seq (page mode,
+ * check=1; read mode fills it once, as ping 0's), for the device to read.
+ */
+void rawping_page_fill(struct rawping_conn *c, u32 seq)
+{
+	__be32 *w = (__be32 *)c->page_buf;
+	u32 i;
+
+	for (i = 0; i < RAWPING_PAGE / 4; i++)
+		w[i] = cpu_to_be32(rawping_page_word(seq, i));
+	ib_dma_sync_single_for_device(c->pd->device, c->page_dma,
+				      RAWPING_PAGE, DMA_TO_DEVICE);
+}
+
+/*
  * Server, page mode: the RDMA write of the page that answers ping @src
  * into the client's page, in *@wr and *@sge for rawping_post_send().
  */
 int rawping_page_write(struct rawping_conn *c, const u8 *src, u32 len,
 		       struct ib_rdma_wr *wr, struct ib_sge *sge)
 {
-	__be32 *w = (__be32 *)c->page_buf;
-	u32 seq, i;
-
 	if (len < sizeof(__be32))
 		return -EBADMSG;
-	if (c->page_check) {
-		seq = be32_to_cpu(*(const __be32 *)src);
-		for (i = 0; i < RAWPING_PAGE / 4; i++)
-			w[i] = cpu_to_be32(rawping_page_word(seq, i));
-		ib_dma_sync_single_for_device(c->pd->device, c->page_dma,
-					      RAWPING_PAGE, DMA_TO_DEVICE);
-	}
+	if (c->page_check)
+		rawping_page_fill(c, be32_to_cpu(*(const __be32 *)src));
 	*sge = (struct ib_sge) {
 		.addr = c->page_dma,
 		.length = RAWPING_PAGE,
@@ -148,13 +181,15 @@ int rawping_page_write(struct rawping_conn *c, const u8 *src, u32 len,
 }
 
 /*
- * Client, page mode, check=1: the page as the server wrote it for ping
- * @seq?  A wrong page counts, and the first is logged; the run goes on.
+ * Client, check=1: the page as the server filled it for ping @seq?  A
+ * wrong page counts, and the first is logged; the run goes on.  The page
+ * is then zeroed for the next round: read mode reads the same page every
+ * round, so only a zeroed page shows a read that did not land.
  */
 void rawping_page_verify(struct rawping_conn *c, u32 seq)
 {
 	struct ib_device *dev = c->pd->device;
-	const __be32 *w = (const __be32 *)c->page_buf;
+	__be32 *w = (__be32 *)c->page_buf;
 	u32 i;
 
 	ib_dma_sync_single_for_cpu(dev, c->page_dma, RAWPING_PAGE,
@@ -165,6 +200,7 @@ void rawping_page_verify(struct rawping_conn *c, u32 seq)
 	if (i < RAWPING_PAGE / 4 && !c->page_mismatches++)
 		pr_err("page of ping %u: word %u is %#x, not %#x\n", seq, i,
 		       be32_to_cpu(w[i]), rawping_page_word(seq, i));
+	memset(w, 0, RAWPING_PAGE);
 	ib_dma_sync_single_for_device(dev, c->page_dma, RAWPING_PAGE,
 				      DMA_FROM_DEVICE);
 }

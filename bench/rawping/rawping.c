@@ -7,6 +7,8 @@
  *   insmod rawping.ko [port=18517] [inline_send=1]        # echo server
  *   insmod rawping.ko server=IP count=N size=S outstanding=O
  *                     [check=0] [inline_send=1] [page=1]
+ *   insmod rawping.ko read=1 [port=18517]          # page server, read=1
+ *   insmod rawping.ko server=IP read=1 count=N [check=0] [poll=1]
  *
  * @size is the bytes each message puts on the wire (16..4096; the RTT
  * benchmark passes 80, kping's 64 B message plus the 16 B kvmsg header
@@ -40,7 +42,7 @@
  *
  *   rawping: result count=N size=S outstanding=O median_ns=X p99_ns=Y
  *            msgs_per_s=Z inline=0|1 signal_every=16 check=0|1 page=0|1
- *            [page_mismatches=M]
+ *            [read=1 poll=0|1] [page_mismatches=M]
  *
  * page=1 is the raw limit of a DSM read fault's data path: the client
  * registers a 4 KiB page for remote write (FRWR, iova 0, so the wire
@@ -58,6 +60,28 @@
  * handler under c->lock, after taking t1: the check is excluded from the
  * RTT but included in msgs_per_s, and it delays the next ping.  Measure
  * throughput with check=0.  The page mode lives in page.c.
+ *
+ * read=1 is the raw limit of one remote page fetch by RDMA READ, the
+ * least a kmigrate post-copy fault costs.  The server (read=1) exports a
+ * 4 KiB page per connection, filled once as ping 0's page (page.c),
+ * registered by FRWR for remote read at iova 0 (no kernel or DMA address
+ * on the wire); its accept's hello carries the page's rkey.  The QP
+ * takes the registration only once it is RTS, at ESTABLISHED, after the
+ * rkey left: the server then sends one ready message, and the client
+ * waits for it (5 s at most).  The client then reads the page into its
+ * own (mapped, under the PD's local_dma_lkey) @count times, one signaled
+ * 4 KiB IB_WR_RDMA_READ at a time: t0 just before ib_post_send(), t1 at
+ * the read's completion, which posts the next.  No message moves during
+ * the run.  check=1 verifies the page (and zeroes it) after t1, as page
+ * mode does.  A read=1 server serves read=1 clients only; a server
+ * without read=1 refuses them.  size, outstanding (1) and inline_send do
+ * not apply: the result says size=4096 signal_every=1 read=1.
+ *
+ * poll=1 (read=1 clients): the client's CQ is IB_POLL_DIRECT and its task
+ * busy-polls it (ib_process_cq_direct(), cond_resched() between polls),
+ * so each completion, and the next read, runs in the task instead of in
+ * softirq after an interrupt.  The benchmark takes the better of poll=0
+ * and poll=1.  Read mode and poll=1 live in read.c.
  *
  * Benchmark code, not a library: one connection per client, a handful on
  * the server, fixed sizes.
@@ -95,6 +119,12 @@ MODULE_PARM_DESC(inline_send, "post sends IB_SEND_INLINE when the QP takes the m
 static bool rawping_page_mode;
 module_param_named(page, rawping_page_mode, bool, 0444);
 MODULE_PARM_DESC(page, "1: the server RDMA-writes a 4 KiB page before each echo; needs outstanding=1 (client)");
+static bool rawping_read_mode;
+module_param_named(read, rawping_read_mode, bool, 0444);
+MODULE_PARM_DESC(read, "1: the client RDMA-reads the server's 4 KiB page, one read at a time (both sides)");
+static bool rawping_poll;
+module_param_named(poll, rawping_poll, bool, 0444);
+MODULE_PARM_DESC(poll, "1: busy-poll the CQ from the task (IB_POLL_DIRECT); needs read=1 (client)");
 
 static struct rdma_cm_id *rawping_listen_id;
 static struct workqueue_struct *rawping_wq;	/* server: free_work */
@@ -109,6 +139,8 @@ static u8 rawping_pattern(u32 seq, u32 i)
 /* SQ entries of @c's QP: see "Queue budget". */
 static u32 rawping_send_wrs(const struct rawping_conn *c)
 {
+	if (c->read_mode)
+		return c->is_client ? 2 : 3;
 	return c->page_mode ? 2 * RAWPING_TX_SLOTS + 2 : RAWPING_TX_SLOTS + 1;
 }
 
@@ -125,16 +157,19 @@ static void rawping_close(struct rawping_conn *c)
 
 /*
  * The first error ends the run (client) or the connection (server);
- * later ones (the flush behind it) do not.
+ * later ones (the flush behind it) do not.  The client's waits, for the
+ * run (@event) or the read server's page (@ready), see it at once.
  */
 void rawping_fail(struct rawping_conn *c, int err)
 {
 	if (cmpxchg(&c->error, 0, err))
 		return;
-	if (c->is_client)
+	if (c->is_client) {
 		complete(&c->event);
-	else
+		complete(&c->ready);
+	} else {
 		rawping_close(c);
+	}
 }
 
 /*
@@ -390,8 +425,16 @@ static void rawping_conn_free(struct rawping_conn *c)
 {
 	struct ib_device *dev;
 
-	/* The handlers post no more; the server's close is not requeued. */
+	/*
+	 * The handlers post no more; the server's close is not requeued.
+	 * A completion handler cannot post after the drain's completion
+	 * (the CQ runs one handler at a time); a post from elsewhere (read
+	 * mode's registration, from the CM handler) checks @error under
+	 * @lock, so it is posted before the drain or never.
+	 */
+	spin_lock_bh(&c->lock);
 	cmpxchg(&c->error, 0, -ESHUTDOWN);
+	spin_unlock_bh(&c->lock);
 	set_bit(0, &c->closing);
 	if (c->id && c->id->qp) {
 		if (READ_ONCE(c->established))
@@ -403,11 +446,8 @@ static void rawping_conn_free(struct rawping_conn *c)
 	/* No WR references the MR once the QP is gone: its keys die here. */
 	if (c->mr)
 		ib_dereg_mr(c->mr);
-	if (c->page_dma && c->is_client)
-		ib_dma_unmap_sg(dev, &c->page_sg, 1, DMA_FROM_DEVICE);
-	else if (c->page_dma)
-		ib_dma_unmap_single(dev, c->page_dma, RAWPING_PAGE,
-				    DMA_TO_DEVICE);
+	if (c->page_dma)
+		ib_dma_unmap_sg(dev, &c->page_sg, 1, c->page_dir);
 	if (c->rx_dma)
 		ib_dma_unmap_single(dev, c->rx_dma,
 				    RAWPING_SLOTS * RAWPING_MAX,
@@ -470,7 +510,7 @@ static int rawping_setup_qp(struct rawping_conn *c)
 	}
 	c->cq = ib_alloc_cq_any(dev, c,
 				rawping_send_wrs(c) + RAWPING_SLOTS + 1,
-				IB_POLL_SOFTIRQ);
+				c->poll ? IB_POLL_DIRECT : IB_POLL_SOFTIRQ);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
 		c->cq = NULL;
@@ -495,8 +535,9 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		c->tx_dma = 0;
 		return -ENOMEM;
 	}
-	if (c->page_mode) {
-		ret = rawping_setup_page(c);
+	if (c->page_mode || c->read_mode) {
+		ret = c->page_mode ? rawping_setup_page(c) :
+				     rawping_read_setup(c);
 		if (ret)
 			return ret;
 	}
@@ -508,7 +549,8 @@ static int rawping_setup_qp(struct rawping_conn *c)
 		return ret;
 	c->inline_max = inline_send ? granted : 0;
 	for (i = 0; i < RAWPING_SLOTS; i++) {
-		c->rx_cqe[i].done = rawping_recv_done;
+		c->rx_cqe[i].done = c->read_mode ? rawping_read_recv_done :
+						   rawping_recv_done;
 		ret = rawping_post_recv(c, i);
 		if (ret)
 			return ret;
@@ -544,6 +586,7 @@ static struct rawping_conn *rawping_conn_alloc(void)
 	if (c) {
 		spin_lock_init(&c->lock);
 		init_completion(&c->event);
+		init_completion(&c->ready);
 		INIT_WORK(&c->free_work, rawping_free_work);
 	}
 	return c;
@@ -592,7 +635,8 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		c->msg_len = be32_to_cpu(peer.size);
 	if (c->msg_len < 16 || c->msg_len > RAWPING_MAX)
 		c->msg_len = 0;
-	ret = rawping_page_accept(c, &peer);
+	c->read_mode = rawping_read_mode;
+	ret = rawping_read_accept(c, &peer) ?: rawping_page_accept(c, &peer);
 	if (!ret)
 		ret = rawping_setup_qp(c);
 	if (ret) {
@@ -602,6 +646,7 @@ static int rawping_accept(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		hello.size = cpu_to_be32(c->msg_len);
 		hello.inline_max = cpu_to_be32(c->inline_max);
 		rawping_page_hello(c, &hello);
+		rawping_read_hello(c, &hello);
 		rawping_conn_param(&param, &hello);
 		ret = rdma_accept(id, &param);	/* rejects itself on error */
 	}
@@ -636,16 +681,20 @@ static int rawping_cm(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (ret)
 			break;
 		rawping_page_hello(c, &hello);
+		rawping_read_hello(c, &hello);
 		rawping_conn_param(&param, &hello);
 		ret = rdma_connect_locked(id, &param);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		WRITE_ONCE(c->established, true);
-		if (!c->is_client)
+		if (!c->is_client) {
+			ret = rawping_read_established(c, NULL);
 			break;
+		}
 		if (rawping_peer_hello(ev, &peer))
 			c->peer_inline_max = be32_to_cpu(peer.inline_max);
-		ret = rawping_page_established(c, &peer);
+		ret = rawping_page_established(c, &peer) ?:
+		      rawping_read_established(c, &peer);
 		if (ret)
 			break;
 		complete(&c->event);
@@ -690,13 +739,14 @@ static void rawping_log_stall(struct rawping_conn *c)
 static int rawping_run(struct rawping_conn *c)
 {
 	u64 start, elapsed, med, p99;
-	char tail[32] = "";
+	char mode[16] = "", tail[32] = "";
 	bool inl;
 	int ret;
 	long left;
 
-	inl = size <= c->inline_max && size <= c->peer_inline_max;
-	if (inline_send && !inl)
+	inl = !c->read_mode && size <= c->inline_max &&
+	      size <= c->peer_inline_max;
+	if (inline_send && !c->read_mode && !inl)
 		pr_info("inline_send: this side sends %u bytes inline, the server %u; %u-byte messages go without\n",
 			c->inline_max, c->peer_inline_max, size);
 	if (c->page_mode) {
@@ -704,14 +754,22 @@ static int rawping_run(struct rawping_conn *c)
 		if (ret)
 			return ret;
 	}
+	if (c->read_mode) {
+		ret = rawping_read_wait_ready(c);
+		if (ret)
+			return ret;
+	}
 	start = ktime_get_ns();
 	/* After reinit_completion(): an error since ESTABLISHED shows here. */
 	spin_lock_bh(&c->lock);
-	ret = READ_ONCE(c->error) ?: rawping_fill_window(c);
+	ret = READ_ONCE(c->error);
+	if (!ret)
+		ret = c->read_mode ? rawping_read_post(c) :
+				     rawping_fill_window(c);
 	spin_unlock_bh(&c->lock);
 	if (ret)
 		return ret;
-	left = wait_for_completion_killable_timeout(&c->event, 60 * HZ);
+	left = rawping_wait(c, &c->event, 60 * HZ);
 	if (!left)
 		rawping_log_stall(c);
 	if (left <= 0)
@@ -722,13 +780,18 @@ static int rawping_run(struct rawping_conn *c)
 	sort(c->rtt, count, sizeof(*c->rtt), rawping_cmp_u64, NULL);
 	med = c->rtt[count / 2];
 	p99 = c->rtt[(count - 1) * 99 / 100];
+	if (c->read_mode)
+		snprintf(mode, sizeof(mode), " read=1 poll=%d", c->poll);
 	if (c->page_check)
 		snprintf(tail, sizeof(tail), " page_mismatches=%u",
 			 c->page_mismatches);
-	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu inline=%d signal_every=%d check=%u page=%d%s\n",
-		count, size, outstanding, med, p99,
+	/* Read mode: 4 KiB per read, one in flight, each signaled. */
+	pr_info("result count=%u size=%u outstanding=%u median_ns=%llu p99_ns=%llu msgs_per_s=%llu inline=%d signal_every=%d check=%u page=%d%s%s\n",
+		count, c->read_mode ? RAWPING_PAGE : size, outstanding, med,
+		p99,
 		div64_u64((u64)count * NSEC_PER_SEC, max_t(u64, elapsed, 1)),
-		inl, RAWPING_SIGNAL_EVERY, check, c->page_mode, tail);
+		inl, c->read_mode ? 1 : RAWPING_SIGNAL_EVERY, check,
+		c->page_mode, mode, tail);
 	return c->page_mismatches ? -EBADMSG : 0;
 }
 
@@ -749,8 +812,11 @@ static int rawping_client(void)
 		return -ENOMEM;
 	c->is_client = true;
 	c->msg_len = size;
+	c->count = count;
 	c->page_mode = rawping_page_mode;
-	c->page_check = rawping_page_mode && check;
+	c->read_mode = rawping_read_mode;
+	c->poll = rawping_poll;
+	c->page_check = (rawping_page_mode || rawping_read_mode) && check;
 	c->t0 = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	c->rtt = kvcalloc(count, sizeof(u64), GFP_KERNEL);
 	if (!c->t0 || !c->rtt) {
@@ -832,6 +898,14 @@ static int __init rawping_init(void)
 	if (rawping_page_mode && outstanding != 1) {
 		pr_err("page=1 needs outstanding=1, not %u: the server writes every page from one buffer\n",
 		       outstanding);
+		return -EINVAL;
+	}
+	if (rawping_read_mode && (rawping_page_mode || outstanding != 1)) {
+		pr_err("read=1 reads one page at a time: no page=1, and outstanding=1\n");
+		return -EINVAL;
+	}
+	if (rawping_poll && !(rawping_read_mode && server && *server)) {
+		pr_err("poll=1 is for a read=1 client: only its waits poll the CQ\n");
 		return -EINVAL;
 	}
 	return server && *server ? rawping_client() : rawping_server();
