@@ -192,7 +192,7 @@ def _refusals(res, name, a, b):
     r = a.run(f"{SUM} --mb 1 --to {b.ip}:{PORT + 1}", timeout=120)
     res.check(name, "an unreachable destination: migrate() fails, the "
               "process finishes at the source",
-              re.search(r"hop 0 ret=-\d+", r.out) and
+              re.search(r"hop 1 ret=-\d+", r.out) and
               re.search(r"after sum=\S+ ok=1 host=" + a.name, r.out), r.out)
 
 
@@ -202,7 +202,7 @@ def _postcopy_slow(a, b, out):
     _clear_logs((a, b))
     a.run(f"({SUM} --mb 16 --no-prefetch --touch-delay-us 20000 "
           f"--to {b.ip}:{PORT} > {out} 2>&1 &)", timeout=30)
-    return _wait_log(b, r"hop 0 ret=0")
+    return _wait_log(b, r"hop 1 ret=0")
 
 
 def _dest_failures(res, name, a, b):
@@ -227,7 +227,7 @@ def _dest_failures(res, name, a, b):
               "break; sleep 0.2; done; cat /tmp/resume.out", timeout=240)
     res.check(name, "the destination failed: the source resumed from the "
               "freeze and finished with its checksum",
-              re.search(r"hop 0 ret=-112", r.out) and
+              re.search(r"hop 1 ret=-112", r.out) and
               re.search(r"after sum=\S+ ok=1 host=" + a.name, r.out),
               f"{r.out}\nB:\n{log}")
     blog = _wait_log(b, r"signal 7|exited", 60)

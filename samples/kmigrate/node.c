@@ -95,9 +95,10 @@ static void kmig_disconnected(struct kverbs_ep *ep, int err)
 			kmig_in_down(a);
 	}
 	wake_up_all(&a->wait);
+	/* A dialed endpoint and its conn are the source's until it closes. */
 	if (c->dialed)
 		return;
-	/* Accepted: the endpoint goes when this returns. */
+	/* Accepted: the endpoint goes when this returns, and its reference. */
 	if (current_ep) {
 		down_write(&a->ep_sem);
 		spin_lock_bh(&a->lock);

@@ -179,23 +179,30 @@ static int kmig_out_send_prepare(struct kmig_arena *a, struct kverbs_ep *ep,
  */
 static void kmig_out_close(struct kmig_arena *a)
 {
+	struct kverbs_ep *ep = NULL;
 	struct kmig_conn *c = NULL;
 
 	if (a->grant)
 		kverbs_grant_revoke(a->grant);
 	a->grant = NULL;
+	/*
+	 * Not current any more before it is closed: ep_sem is not held
+	 * across kverbs_ep_close(), which waits for the teardown work of
+	 * the domain's workqueue, where disconnects take ep_sem.
+	 */
 	down_write(&a->ep_sem);
+	spin_lock_bh(&a->lock);
 	if (a->out) {
-		/* Runs the disconnect while @ep is still the current one. */
-		kverbs_ep_close(a->ep);
-		spin_lock_bh(&a->lock);
+		ep = a->ep;
 		c = a->conn;
 		a->ep = NULL;
 		a->conn = NULL;
 		a->out = false;
-		spin_unlock_bh(&a->lock);
 	}
+	spin_unlock_bh(&a->lock);
 	up_write(&a->ep_sem);
+	if (ep)
+		kverbs_ep_close(ep);
 	if (c)
 		kmig_arena_put(a);
 	kfree(c);
