@@ -221,7 +221,8 @@ def main(argv=None):
     p.add_argument("--kernel", action="append", default=None)
     p = sub.add_parser("bench", help="side-by-side benchmarks in guests")
     p.add_argument("which", choices=["rtt", "protect", "dsm-defer",
-                                        "dsm-fault", "dsm-apps", "fcache"])
+                                        "dsm-fault", "dsm-apps", "fcache",
+                                        "migrate"])
     p.add_argument("--kernel", default=None,
                    help="6.1 or 6.12 (default: the benchmark's own, else 6.1)")
     p.add_argument("--quick", action="store_true",

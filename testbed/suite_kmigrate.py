@@ -272,8 +272,10 @@ def _unload(res, name, nodes, keep_serving=False):
     for n in nodes:
         if keep_serving:
             continue
-        r = n.run("kill $(pidof kmigrate) 2>/dev/null; sleep 1; "
-                  f"{CTL} stop; "
+        # a source resumed after its destination failed may still be
+        # checking its pages: its session holds the module
+        r = n.run("kill $(pidof kmigrate) $(pidof kmigrate-sum) 2>/dev/null;"
+                  f" sleep 1; {CTL} stop; "
                   "rmmod kmigrate && rmmod kvmem && rmmod kverbs",
                   timeout=120)
         res.check(name, f"{n.name}: the modules unload", r.rc == 0, r.out)

@@ -20,7 +20,8 @@
  *
  * Locking: kmig.lock (mutex) orders start/stop and guards kmig.arenas,
  * kmig.incoming and the ids; kmig.dom_sem (rwsem) keeps kmig.dom alive
- * for a caller that creates an endpoint or a region on it.  @lock (a
+ * for a caller that creates a region on it (whose reference then keeps
+ * the domain for the endpoint's connect).  @lock (a
  * spinlock, taken in softirq) guards an arena's migration state; @wait
  * is woken on every change of it.  A page's pull state (@pstate) changes
  * by cmpxchg only.
@@ -56,7 +57,7 @@
 #define KMIG_MAX_EPS		64
 /* Default bound on connecting, starting and attaching the destination */
 #define KMIG_PREPARE_MS		30000
-/* Of which connecting, at most (kmig.dom_sem is held meanwhile) */
+/* Of which connecting, at most */
 #define KMIG_CONNECT_MS		10000
 
 /* A source's outgoing migration, @out_phase */

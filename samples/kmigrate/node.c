@@ -164,8 +164,7 @@ int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id)
  *
  * Sources resume their processes, destinations lose what they had not
  * pulled (SIGBUS when touched); arenas that arrived stay with their
- * processes.  Waits for a source still connecting (at most
- * KMIG_CONNECT_MS).
+ * processes.
  *
  * Context: process; not under kmig.lock.
  * Return: 0, or -ENOENT if not started.

@@ -318,6 +318,7 @@ int kmig_out_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 /* Connect, register, grant; @a->ep and @a->kr set when it returns 0. */
 static int kmig_out_connect(struct kmig_arena *a)
 {
+	struct kverbs_domain *dom;
 	struct kverbs_region *kr;
 	struct kverbs_grant *g;
 	struct kmig_conn *c;
@@ -329,22 +330,25 @@ static int kmig_out_connect(struct kmig_arena *a)
 		return -ENOMEM;
 	c->a = a;
 	c->dialed = true;
+	/*
+	 * kmig.dom_sem only while the region is made: from then on the
+	 * region's reference keeps the domain's memory, and a domain being
+	 * destroyed refuses the connect.  Not across the connect, which may
+	 * wait for the domain's teardown work, where disconnects take
+	 * kmig.lock (STOP holds that, then waits for dom_sem).
+	 */
 	down_read(&kmig.dom_sem);
-	if (!kmig.dom) {
-		up_read(&kmig.dom_sem);
-		kfree(c);
-		return -ENOTCONN;
-	}
-	kr = kverbs_region_create(kmig.dom, a->pages, a->npages);
+	dom = kmig.dom;
+	kr = dom ? kverbs_region_create(dom, a->pages, a->npages) :
+		   ERR_PTR(-ENOTCONN);
+	up_read(&kmig.dom_sem);
 	if (IS_ERR(kr)) {
-		up_read(&kmig.dom_sem);
 		kfree(c);
 		return PTR_ERR(kr);
 	}
 	kmig_arena_get(a);
-	ep = kverbs_ep_connect(kmig.dom, (const struct sockaddr *)&a->peer,
+	ep = kverbs_ep_connect(dom, (const struct sockaddr *)&a->peer,
 			       min(a->prep_timeout_ms, KMIG_CONNECT_MS), c);
-	up_read(&kmig.dom_sem);
 	if (IS_ERR(ep)) {
 		kverbs_region_destroy(kr);
 		kfree(c);

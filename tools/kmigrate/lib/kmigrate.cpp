@@ -574,6 +574,11 @@ bool poll()
     return err == 0;
 }
 
+bool pending()
+{
+    return move_requested;
+}
+
 const std::string &last_error()
 {
     return last_err;

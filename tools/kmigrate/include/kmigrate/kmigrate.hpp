@@ -90,6 +90,11 @@ int prepare(const std::string &dest, mode m = mode::postcopy, unsigned flags = 0
 // true when this call moved the process: it now runs on the destination.
 bool poll();
 
+// Whether KMIGRATE_SIGNAL came since the last poll(), without acting on
+// it: a program that holds a descriptor open (a socket, say) closes it
+// before poll() when this says so, since descriptors do not migrate.
+bool pending();
+
 // Why the last failed call failed.
 const std::string &last_error();
 
