@@ -180,7 +180,10 @@ void rawping_fail(struct rawping_conn *c, int err)
 static void rawping_conn_param(struct rdma_conn_param *param,
 			       struct rawping_hello *hello)
 {
+	/* read=1: one RDMA READ in flight, which both ends must allow */
 	*param = (struct rdma_conn_param) {
+		.responder_resources = 1,
+		.initiator_depth = 1,
 		.rnr_retry_count = 7,
 		.retry_count = 6,
 		.private_data = hello,
