@@ -186,6 +186,11 @@ static void kmig_kunit_small_check(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), 0);
 	r.status = cpu_to_be32(-EXDEV);
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);
+	/* an errno the kernel keeps to itself, or none a destination sends */
+	r.status = cpu_to_be32(ERESTARTSYS);
+	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);
+	r.status = cpu_to_be32(EPERM);
+	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);
 	r.status = 0;
 	r.reserved = cpu_to_be32(1);
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);

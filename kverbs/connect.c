@@ -69,10 +69,12 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 			       dom->kdev->ibdev->attrs.max_sge_rd);
 	ep->max_sge_pages = min_t(int, dom->write_pages,
 				  dom->kdev->ibdev->attrs.max_send_sge);
-	ep->max_sge_read_pages = min_t(int, dom->read_pages,
-				       min(dom->kdev->ibdev->attrs.max_send_sge,
-					   dom->kdev->ibdev->attrs.max_sge_rd));
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
+	/* iWARP: a READ's sink needs a remote-write MR: no page reads */
+	ep->max_sge_read_pages = ep->iwarp ? 0 :
+		min_t(int, dom->read_pages,
+		      min(dom->kdev->ibdev->attrs.max_send_sge,
+			  dom->kdev->ibdev->attrs.max_sge_rd));
 
 	ret = kverbs_sq_alloc(ep);
 	if (!ret)

@@ -53,7 +53,8 @@ def _setup(res, name, nodes):
         r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
                   f" && {CTL} start --addr {n.ip} --port {PORT}"
                   f" --node {n.index + 1} && mkdir -p {LOGS} && "
-                  f"({CTL} serve --log-dir {LOGS} > /tmp/serve.out 2>&1 &)",
+                  f"({CTL} serve --log-dir {LOGS} --allow-root "
+                  "> /tmp/serve.out 2>&1 &)",
                   timeout=120)
         res.check(name, f"{n.name}: kmigrate loads and listens, the "
                   "spawner runs", r.rc == 0, r.out)

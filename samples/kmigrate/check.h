@@ -144,12 +144,22 @@ static inline int kmig_check_keys(const struct kmig_keys *k, u32 len,
 	return 0;
 }
 
+/* READY's status: 0 or one of the refusals a destination makes */
 static inline int kmig_check_ready(const struct kmig_ready *r, u32 len)
 {
-	if (len != sizeof(*r) || r->reserved ||
-	    be32_to_cpu(r->status) > MAX_ERRNO)
+	if (len != sizeof(*r) || r->reserved)
 		return -EPROTO;
-	return 0;
+	switch (be32_to_cpu(r->status)) {
+	case 0:
+	case ENOEXEC:
+	case EXDEV:
+	case ESRCH:
+	case ENOMEM:
+	case EOPNOTSUPP:
+	case EBUSY:
+		return 0;
+	}
+	return -EPROTO;
 }
 
 static inline int kmig_check_frozen(const struct kmig_frozen *f, u32 len,

@@ -24,15 +24,72 @@
 #include "kmigrate-pri.h"
 #include "check.h"
 
+/*
+ * READY and DONE go from work items: the task that causes them may be
+ * dying (a fatal signal fails a send that would wait for a buffer), and a
+ * lost DONE(EXITED) would let the source resume a process that already
+ * ran here.  Each is sent at most once per migration, on the connection
+ * that was current when it was asked for; the works hold a reference.
+ * The source sends FROZEN only after READY, so DONE never overtakes it.
+ */
+static void kmig_in_tell(struct kmig_arena *a, int type, u32 status,
+			 struct kmig_conn *conn)
+{
+	union {
+		struct kmig_ready r;
+		struct kmig_done d;
+	} m = {};
+	u32 len = type == KMIG_READY ? sizeof(m.r) : sizeof(m.d);
+
+	if (type == KMIG_READY)
+		m.r.status = cpu_to_be32(status);
+	else
+		m.d.status = cpu_to_be32(status);
+	kmig_hdr_init(&m.r.hdr, type, len);
+	down_read(&a->ep_sem);
+	/* A failed send leaves the connection to fail: the source sees that. */
+	if (a->ep && !a->out && a->conn == conn)
+		kmig_send(a->ep, &m, len, 0);
+	up_read(&a->ep_sem);
+}
+
+void kmig_in_ready_work(struct work_struct *w)
+{
+	struct kmig_arena *a = container_of(w, struct kmig_arena, ready_work);
+
+	kmig_in_tell(a, KMIG_READY, a->ready_status_out, a->tell_conn);
+	kmig_arena_put(a);
+}
+
+void kmig_in_done_work(struct work_struct *w)
+{
+	struct kmig_arena *a = container_of(w, struct kmig_arena, done_work);
+
+	kmig_in_tell(a, KMIG_DONE, a->done_status, a->tell_conn);
+	kmig_arena_put(a);
+}
+
+static void kmig_in_queue(struct kmig_arena *a, struct work_struct *w)
+{
+	kmig_arena_get(a);
+	if (!queue_work(kmig.wq, w))
+		kmig_arena_put(a);
+}
+
+/* READY(@status), once, sent when this returns. */
 static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
 {
-	struct kmig_ready r = { .status = cpu_to_be32(status) };
+	bool queue;
 
-	kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
-	down_read(&a->ep_sem);
-	if (a->ep && !a->out)
-		kmig_send(a->ep, &r, sizeof(r), 0);
-	up_read(&a->ep_sem);
+	spin_lock_bh(&a->lock);
+	queue = !a->ready_told;
+	a->ready_told = true;
+	a->ready_status_out = status;
+	spin_unlock_bh(&a->lock);
+	if (queue) {
+		kmig_in_queue(a, &a->ready_work);
+		flush_work(&a->ready_work);
+	}
 }
 
 /**
@@ -40,24 +97,29 @@ static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
  * @a: the arena
  * @status: KMIG_DONE_*
  *
- * Once per migration; a no-op without a connection.
+ * Once per migration, from a work item; a no-op once the arrival's
+ * connection is gone or another migration replaced it.
  *
- * Context: process.
+ * Context: any but hard interrupt.
  */
 void kmig_in_send_done(struct kmig_arena *a, u32 status)
 {
-	struct kmig_done d = { .status = cpu_to_be32(status) };
-	bool send;
+	bool queue;
 
-	kmig_hdr_init(&d.hdr, KMIG_DONE, sizeof(d));
-	down_read(&a->ep_sem);
 	spin_lock_bh(&a->lock);
-	send = a->ep && !a->out && !a->done_sent;
+	queue = !a->done_sent;
 	a->done_sent = true;
+	a->done_status = status;
 	spin_unlock_bh(&a->lock);
-	if (send)
-		kmig_send(a->ep, &d, sizeof(d), 0);
-	up_read(&a->ep_sem);
+	if (queue)
+		kmig_in_queue(a, &a->done_work);
+}
+
+/* @a no longer counts against KMIG_MAX_ARRIVING (attached, or freed). */
+void kmig_in_unqueue(struct kmig_arena *a)
+{
+	if (xchg(&a->arriving, false))
+		atomic_dec(&kmig.arriving);
 }
 
 /* READY(@status) on an endpoint that has no arena. */
@@ -94,6 +156,16 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 		kmig_in_refuse(ep, ENOEXEC);
 		return 0;
 	}
+	/* Every page comes by RDMA read, which this device may not do. */
+	if (!kverbs_ep_max_read_pages(ep)) {
+		kmig_in_refuse(ep, EOPNOTSUPP);
+		return 0;
+	}
+	if (atomic_inc_return(&kmig.arriving) > KMIG_MAX_ARRIVING) {
+		atomic_dec(&kmig.arriving);
+		kmig_in_refuse(ep, EBUSY);
+		return 0;
+	}
 	npages = be32_to_cpu(p->npages);
 	nkeys = be32_to_cpu(p->nkeys);
 	va = be64_to_cpu(p->va);
@@ -122,6 +194,7 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 	memcpy(exec->args, p->data + path_len, args_len);
 	memcpy(exec->fp, p->data + path_len + args_len, fp_len);
 	a->exec = exec;
+	a->arriving = true;
 	a->nkeys = nkeys;
 	a->extent_shift = be32_to_cpu(p->extent_shift);
 	a->mode = be32_to_cpu(p->mode);
@@ -130,6 +203,7 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 	atomic_set(&a->todo, npages);
 	c->a = a;		/* the arena's first reference */
 	a->conn = c;
+	a->tell_conn = c;
 	a->ep = ep;
 	kverbs_ep_set_priv(ep, c);
 
@@ -142,22 +216,32 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 	kmig_count(KMIGRATE_S_IN, 1);
 	return 0;
 refuse:
+	atomic_dec(&kmig.arriving);
 	kfree(exec);
 	kfree(c);
 	kmig_in_refuse(ep, ENOMEM);
 	return 0;
 }
 
-/* FROZEN: the process may run.  Under @a->lock. */
+/*
+ * FROZEN: the process may run.  Only this handler writes the fields it
+ * fills before @got_frozen (one endpoint's messages are handled one at a
+ * time), so the O(npages) part runs outside @a->lock: nothing reads them
+ * before @got_frozen, which a fault checks.
+ */
 static int kmig_in_frozen(struct kmig_arena *a, const struct kmig_frozen *f,
 			  u32 len)
 {
 	struct kvmem_range gaps[KMIGRATE_MAX_RANGES + 1];
-	u32 i, n = 0, next = 0, moving;
+	u32 i, n = 0, next = 0;
+	bool ok;
 
-	if (kmig_check_frozen(f, len, a->npages) ||
-	    a->state != KMIGRATE_ST_INCOMING || !a->ready_sent ||
-	    a->have_keys != a->nkeys)
+	spin_lock_bh(&a->lock);
+	ok = !kmig_check_frozen(f, len, a->npages) &&
+	     a->state == KMIGRATE_ST_INCOMING && a->ready_sent &&
+	     a->have_keys == a->nkeys && !a->got_frozen;
+	spin_unlock_bh(&a->lock);
+	if (!ok)
 		return -EPROTO;
 	a->nranges = be16_to_cpu(f->nranges);
 	for (i = 0; i < a->nranges; i++) {
@@ -181,21 +265,24 @@ static int kmig_in_frozen(struct kmig_arena *a, const struct kmig_frozen *f,
 			next = a->ranges[i].first + a->ranges[i].count;
 	}
 	if (n)
-		kvmem_protect(a->vr, gaps, n, KVMEM_PROT_RW, KVERBS_NOWAIT);
-	moving = kmig_ranges_pages(a->ranges, a->nranges, false);
-	atomic_set(&a->todo, moving);
-	a->t_frozen = ktime_get_ns();
-	a->got_frozen = true;
-	a->state = KMIGRATE_ST_PULLING;
+		kvmem_protect(a->vr, gaps, n, KVMEM_PROT_RW, 0);
+	atomic_set(&a->todo, kmig_ranges_pages(a->ranges, a->nranges, false));
 	a->cursor_range = a->nranges - 1;
 	a->cursor_page = a->ranges[a->nranges - 1].first;
-	if (a->released) {
-		/* Nobody to resume: the source keeps its process. */
-		a->aborted = true;
-	} else if (a->mode == KMIGRATE_MODE_PRECOPY ||
-		   !(a->flags & KMIGRATE_F_NO_PREFETCH)) {
+
+	spin_lock_bh(&a->lock);
+	a->t_frozen = ktime_get_ns();
+	a->got_frozen = true;
+	/* A source lost meanwhile made the arena LOST: it stays so. */
+	if (a->state == KMIGRATE_ST_INCOMING)
+		a->state = KMIGRATE_ST_PULLING;
+	if (a->released)
+		a->aborted = true;	/* nobody to resume: the source keeps it */
+	else if (a->state == KMIGRATE_ST_PULLING &&
+		 (a->mode == KMIGRATE_MODE_PRECOPY ||
+		  !(a->flags & KMIGRATE_F_NO_PREFETCH)))
 		kmig_pull_kick(a);
-	}
+	spin_unlock_bh(&a->lock);
 	return 0;
 }
 
@@ -214,12 +301,18 @@ int kmig_in_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 		 enum kvmsg_ctx ctx)
 {
 	const struct kmig_keys *k = msg;
-	bool aborted = false;
 	int ret = 0;
 	u32 i, n;
 
-	if (type == KMIG_FROZEN && ctx != KVMSG_CTX_PROCESS)
-		return -EAGAIN;
+	if (type == KMIG_FROZEN) {
+		if (ctx != KVMSG_CTX_PROCESS)
+			return -EAGAIN;
+		ret = kmig_in_frozen(a, msg, len);
+		wake_up_all(&a->wait);
+		if (!ret && READ_ONCE(a->aborted))
+			kmig_in_send_done(a, KMIG_DONE_ABORTED);
+		return ret;
+	}
 	spin_lock_bh(&a->lock);
 	switch (type) {
 	case KMIG_KEYS:
@@ -233,21 +326,11 @@ int kmig_in_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 			a->keys[a->have_keys + i] = be32_to_cpu(k->key[i]);
 		a->have_keys += n;
 		break;
-	case KMIG_FROZEN:
-		ret = kmig_in_frozen(a, msg, len);
-		aborted = a->aborted;
-		break;
 	default:
 		ret = -EPROTO;
 	}
 	spin_unlock_bh(&a->lock);
 	wake_up_all(&a->wait);
-	if (!ret && type == KMIG_FROZEN) {
-		if (aborted)
-			kmig_in_send_done(a, KMIG_DONE_ABORTED);
-		else if (!atomic_read(&a->todo))
-			kmig_pull_arrived(a);
-	}
 	return ret;
 }
 
@@ -363,6 +446,7 @@ struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
 	a->exec = NULL;
 	a->owner = get_pid(task_tgid(current));
 	a->tgid = task_tgid_nr(current);
+	kmig_in_unqueue(a);
 	kmig_arena_get(a);
 	ret = 0;
 out:

@@ -10,13 +10,18 @@
  * pull.c     the destination's pages: faults and the prefetcher
  *
  * An arena is the pages of one process (a kvmem region) plus the state
- * of at most one migration: out (this node is its source) or in (its
- * destination).  A migration has exactly one connection; the connection's
- * endpoint points at the arena.
+ * of its migrations: in (this node is the destination) and then out (the
+ * source of the next hop).  Each migration has one connection, whose
+ * endpoint's priv names the arena; @ep is the current one.  An arena
+ * leaving again may still have its arrival's connection, which DONE has
+ * released: that one is stale and its callbacks change nothing.
  *
- * References on an arena (@ref): the session that owns it, the
- * connection of its migration, and every RDMA read in flight.  The last
- * one may go in softirq; the free runs on a workqueue (kvmem may sleep).
+ * References on an arena (@ref): the session that owns it, each
+ * connection, every RDMA read in flight and every queued work (prep, end,
+ * pull, arrive, lose, ready, done).  kvmem's fault callback runs without
+ * one (kvmem's SRCU keeps @a until kvmem_region_destroy()); it takes one
+ * for a read only while a current endpoint (which holds one) exists.  The
+ * last reference may go in softirq; the free runs on a workqueue.
  *
  * Locking: kmig.lock (mutex) orders start/stop and guards kmig.arenas,
  * kmig.incoming and the ids; kmig.dom_sem (rwsem) keeps kmig.dom alive
@@ -44,9 +49,9 @@
 
 /*
  * Queue budget of a migration's endpoint (depth 32):
- * 1. receives: a destination gets PREPARE, up to 512 KEYS messages (a
- *    1 GiB arena in 4 KiB pages has 1025 extents of 256 pages: 3 KEYS),
- *    FROZEN; a source READY, RESUMED, DONE.  Credits pace the KEYS.
+ * 1. receives: a destination gets PREPARE, the KEYS (KMIG_KEYS_PER_MSG
+ *    keys each: a 1 GiB arena in 256-page extents has 1024 keys, 2
+ *    messages), FROZEN; a source READY, RESUMED, DONE.
  * 2. RDMA operations in flight (the destination's reads): at most
  *    KMIG_PULL_WINDOW prefetch reads plus one read per faulting task;
  *    more wait for a slot in kverbs_rdma_read_pages() (sleeping: faults
@@ -55,6 +60,11 @@
 #define KMIG_DEPTH		32
 #define KMIG_PULL_WINDOW	8
 #define KMIG_MAX_EPS		64
+/*
+ * Arenas a node holds for processes not yet attached: each is allocated
+ * whole at PREPARE, on an unauthenticated peer's word; more are refused.
+ */
+#define KMIG_MAX_ARRIVING	8
 /* Default bound on connecting, starting and attaching the destination */
 #define KMIG_PREPARE_MS		30000
 /* Of which connecting, at most */
@@ -160,13 +170,20 @@ struct kmig_arena {
 	struct list_head in_node;	/* kmig.incoming, until accepted */
 	struct kmig_exec *exec;		/* until attached */
 	bool accepted;			/* a spawner took it */
+	bool arriving;			/* counted in kmig.arriving */
 	bool released;			/* its session is gone */
 	bool ready_sent;		/* READY went (or a refusal) */
 	bool aborted;			/* FROZEN came after the release */
 	bool got_frozen;		/* FROZEN arrived: @ctx, @ranges */
 	bool resumed;			/* RESUMED sent */
 	bool arrived;			/* every page here */
-	bool done_sent;
+	bool done_sent;			/* DONE queued (see in.c) */
+	bool ready_told;		/* READY queued */
+	u32 done_status;
+	u32 ready_status_out;
+	struct kmig_conn *tell_conn;	/* the arrival's; compared, never used */
+	struct work_struct ready_work;
+	struct work_struct done_work;
 	u32 *keys;			/* the source's grant */
 	u32 nkeys;
 	u32 have_keys;
@@ -205,6 +222,7 @@ struct kmig {
 	struct list_head incoming;	/* not yet accepted by a spawner */
 	wait_queue_head_t incoming_wait;
 	atomic_t spawners;		/* sessions that called ACCEPT */
+	atomic_t arriving;		/* arenas not yet attached */
 	u32 next_id;
 	struct workqueue_struct *wq;
 	atomic64_t stats[KMIGRATE_S_MAX + 1];
@@ -257,6 +275,9 @@ long kmig_in_resume(struct kmig_arena *a, struct kmigrate_resume __user *u);
 void kmig_in_release(struct kmig_arena *a);
 void kmig_in_arrive_work(struct work_struct *w);
 void kmig_in_send_done(struct kmig_arena *a, u32 status);
+void kmig_in_ready_work(struct work_struct *w);
+void kmig_in_unqueue(struct kmig_arena *a);
+void kmig_in_done_work(struct work_struct *w);
 
 /* pull.c */
 void kmig_pull_fault(struct kvmem_region *vr, u32 index, bool write,

@@ -46,6 +46,9 @@ static void kmig_arena_free_work(struct work_struct *w)
 {
 	struct kmig_arena *a = container_of(w, struct kmig_arena, free_work);
 
+	/* A live registration or grant over pages about to go is a bug. */
+	WARN_ON_ONCE(a->kr || a->grant || (a->out && a->ep));
+	kmig_in_unqueue(a);
 	mutex_lock(&kmig.lock);
 	if (!list_empty(&a->node))
 		list_del(&a->node);
@@ -104,6 +107,8 @@ struct kmig_arena *kmig_arena_new(u32 npages, u64 va, u32 prot)
 	INIT_WORK(&a->pull_work, kmig_pull_work);
 	INIT_WORK(&a->arrive_work, kmig_in_arrive_work);
 	INIT_WORK(&a->lose_work, kmig_pull_lose_work);
+	INIT_WORK(&a->ready_work, kmig_in_ready_work);
+	INIT_WORK(&a->done_work, kmig_in_done_work);
 	INIT_LIST_HEAD(&a->node);
 	INIT_LIST_HEAD(&a->in_node);
 	spin_lock_init(&a->lock);
@@ -350,6 +355,8 @@ static int __init kmig_init(void)
 {
 	int ret;
 
+	/* check.h's wire rules count 4 KiB pages */
+	BUILD_BUG_ON(PAGE_SHIFT != KMIG_PAGE_SHIFT);
 	kmig.wq = alloc_workqueue("kmigrate", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
 	if (!kmig.wq)
 		return -ENOMEM;

@@ -93,8 +93,8 @@ static int kmig_nl_move(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **at = info->attrs;
 	struct kmig_arena *a, *found = NULL;
+	struct pid *pid = NULL, *want;
 	struct sockaddr_storage ss;
-	struct pid *pid = NULL;
 	int ret;
 
 	if (!at[KMIGRATE_A_PID]) {
@@ -104,10 +104,11 @@ static int kmig_nl_move(struct sk_buff *skb, struct genl_info *info)
 	ret = kmig_nl_addr(at[KMIGRATE_A_ADDR], &ss, info->extack);
 	if (ret)
 		return ret;
+	/* the pid as the caller's namespace sees it */
+	want = find_get_pid(nla_get_u32(at[KMIGRATE_A_PID]));
 	mutex_lock(&kmig.lock);
 	list_for_each_entry(a, &kmig.arenas, node) {
-		if (a->owner && !a->moved &&
-		    pid_nr(a->owner) == nla_get_u32(at[KMIGRATE_A_PID])) {
+		if (want && a->owner == want && !a->moved) {
 			found = a;
 			break;
 		}
@@ -125,6 +126,7 @@ static int kmig_nl_move(struct sk_buff *skb, struct genl_info *info)
 		spin_unlock_bh(&a->lock);
 	}
 	mutex_unlock(&kmig.lock);
+	put_pid(want);
 	if (!pid) {
 		NL_SET_ERR_MSG_ATTR(info->extack, at[KMIGRATE_A_PID],
 				    "no process with an arena has that pid");

@@ -100,10 +100,13 @@ static void kmig_disconnected(struct kverbs_ep *ep, int err)
 		return;
 	/* Accepted: the endpoint goes when this returns, and its reference. */
 	if (current_ep) {
+		/* A departure may have replaced it meanwhile: clear only ours. */
 		down_write(&a->ep_sem);
 		spin_lock_bh(&a->lock);
-		a->ep = NULL;
-		a->conn = NULL;
+		if (a->ep == ep) {
+			a->ep = NULL;
+			a->conn = NULL;
+		}
 		spin_unlock_bh(&a->lock);
 		up_write(&a->ep_sem);
 	}

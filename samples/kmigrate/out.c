@@ -315,8 +315,8 @@ int kmig_out_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 	return ret;
 }
 
-/* Connect, register, grant; @a->ep and @a->kr set when it returns 0. */
-static int kmig_out_connect(struct kmig_arena *a)
+/* Connect, register, grant; @a->ep (also *@epp) and @a->kr when 0. */
+static int kmig_out_connect(struct kmig_arena *a, struct kverbs_ep **epp)
 {
 	struct kverbs_domain *dom;
 	struct kverbs_region *kr;
@@ -373,6 +373,7 @@ static int kmig_out_connect(struct kmig_arena *a)
 	spin_unlock_bh(&a->lock);
 	up_write(&a->ep_sem);
 
+	*epp = ep;
 	g = kverbs_region_grant(kr, ep, KVERBS_ACCESS_REMOTE_READ);
 	ret = PTR_ERR_OR_ZERO(g);
 	if (!ret)
@@ -398,23 +399,32 @@ void kmig_out_prep_work(struct work_struct *w)
 {
 	struct kmig_arena *a = container_of(w, struct kmig_arena, prep_work);
 	unsigned long timeout = msecs_to_jiffies(a->prep_timeout_ms);
+	struct kverbs_ep *ep;
 	int ret;
 
-	/* An arena still arriving leaves once it has arrived. */
-	wait_event(a->wait, READ_ONCE(a->state) != KMIGRATE_ST_PULLING ||
-		   READ_ONCE(a->cancel));
+	/*
+	 * An arena still arriving leaves once it has arrived (the prepare
+	 * kicked the prefetcher) and its source has been told so: DONE goes
+	 * on the arrival's connection, which the connect below replaces.
+	 */
+	wait_event_idle(a->wait, (READ_ONCE(a->state) != KMIGRATE_ST_PULLING &&
+				  (!READ_ONCE(a->conn) || READ_ONCE(a->out) ||
+				   READ_ONCE(a->done_sent))) ||
+			READ_ONCE(a->cancel));
 	ret = READ_ONCE(a->state) == KMIGRATE_ST_LOST ? -EIO : 0;
 	if (!ret && READ_ONCE(a->cancel))
 		ret = -ECANCELED;
+	if (!ret) {
+		/* the DONE queued just before must leave first */
+		flush_work(&a->done_work);
+		ret = kmig_out_connect(a, &ep);
+	}
 	if (!ret)
-		ret = kmig_out_connect(a);
-	if (!ret)
-		ret = kmig_out_send_prepare(a, a->ep, a->prep_msg,
-					    a->prep_msg_len);
+		ret = kmig_out_send_prepare(a, ep, a->prep_msg, a->prep_msg_len);
 	if (!ret &&
-	    !wait_event_timeout(a->wait, READ_ONCE(a->ready) ||
-				READ_ONCE(a->down) || READ_ONCE(a->cancel),
-				timeout))
+	    !wait_event_idle_timeout(a->wait, READ_ONCE(a->ready) ||
+				     READ_ONCE(a->down) || READ_ONCE(a->cancel),
+				     timeout))
 		ret = -ETIMEDOUT;
 	if (!ret)
 		ret = READ_ONCE(a->cancel) ? -ECANCELED :
@@ -481,6 +491,9 @@ long kmig_out_prepare(struct kmig_arena *a,
 		memset(&a->peer, 0, sizeof(a->peer));
 		memcpy(&a->peer, &arg.dest, sizeof(arg.dest));
 	}
+	/* An arena still arriving leaves once every page is here. */
+	if (!ret && a->state == KMIGRATE_ST_PULLING)
+		kmig_pull_kick(a);
 	spin_unlock_bh(&a->lock);
 	if (ret) {
 		kfree(p);
@@ -552,11 +565,16 @@ long kmig_out_freeze(struct kmig_arena *a,
 	if (ret)
 		goto out;
 	kmig_count(KMIGRATE_S_OUT, 1);
-	/* A failure shows as a disconnect, which ends it. */
 	down_read(&a->ep_sem);
-	if (a->out)
-		kmig_send(a->ep, f, len, 0);
+	ret = a->out ? kmig_send(a->ep, f, len, 0) : -ENOTCONN;
 	up_read(&a->ep_sem);
+	if (ret) {
+		/* Never sent (a fatal signal, no memory): end it as a loss. */
+		spin_lock_bh(&a->lock);
+		a->down = true;
+		kmig_out_end(a);
+		spin_unlock_bh(&a->lock);
+	}
 	if (wait_event_killable(a->wait, READ_ONCE(a->ended)))
 		ret = -EINTR;
 	else

@@ -193,18 +193,24 @@ static int kmig_read_post(struct kmig_arena *a, u32 first, u32 n, bool fault)
 	r->n = n;
 	r->fault = fault;
 	r->t0 = ktime_get_ns();
-	kmig_arena_get(a);
+	/*
+	 * A current endpoint holds the connection's reference, so the
+	 * arena is live while one is; a fault callback itself holds none.
+	 */
 	down_read(&a->ep_sem);
-	if (a->ep && !a->out && !READ_ONCE(a->down))
+	if (a->ep && !a->out && !READ_ONCE(a->down)) {
+		kmig_arena_get(a);
 		ret = kverbs_rdma_read_pages(a->ep, &a->pages[first], n,
 					     &remote, kmig_read_done, r, 0);
+		if (ret)
+			kmig_arena_put(a);
+	}
 	up_read(&a->ep_sem);
 	if (!ret) {
 		kmig_count(KMIGRATE_S_READS, 1);
 		return 0;
 	}
 	kfree(r);
-	kmig_arena_put(a);
 lost:
 	for (i = 0; i < n; i++)
 		WRITE_ONCE(a->pstate[first + i], KMIG_PG_LOST);

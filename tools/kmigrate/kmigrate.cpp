@@ -9,7 +9,7 @@
 //   kmigrate status [--json]
 //   kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]
 //   kmigrate run [--] PROG [ARGS...]
-//   kmigrate serve [--log-dir DIR] [--once]
+//   kmigrate serve [--log-dir DIR] [--once] [--allow-root]
 //
 // `serve` is the destination's spawner: the kernel hands it each incoming
 // migration, and it starts the migrating program there (same executable,
@@ -50,7 +50,7 @@ using kmigrate::detail::format_sockaddr;
                  "       kmigrate status [--json]\n"
                  "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
                  "       kmigrate run [--] PROG [ARGS...]\n"
-                 "       kmigrate serve [--log-dir DIR] [--once]\n");
+                 "       kmigrate serve [--log-dir DIR] [--once] [--allow-root]\n");
     std::exit(2);
 }
 
@@ -456,13 +456,15 @@ void make_dirs(const std::string &dir)
 int serve(int argc, char **argv)
 {
     std::string dir = "/var/log/kmigrate";
-    bool once = false;
+    bool once = false, allow_root = false;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
         if (a == "--log-dir" && i + 1 < argc)
             dir = argv[++i];
         else if (a == "--once")
             once = true;
+        else if (a == "--allow-root")
+            allow_root = true;
         else
             usage();
     }
@@ -495,6 +497,14 @@ int serve(int argc, char **argv)
             in.args[in.args_len - 1]) {
             line l;
             l << "id " << static_cast<long>(in.id) << " refused: malformed path or arguments";
+            l.out();
+            continue;
+        }
+        // The peer names the user: root only when the operator said so.
+        if ((in.uid == 0 || in.gid == 0) && !allow_root) {
+            line l;
+            l << "id " << static_cast<long>(in.id)
+              << " refused: the process runs as root at its source (kmigrate serve --allow-root)";
             l.out();
             continue;
         }

@@ -247,7 +247,7 @@ TEST_F(EndToEnd, ServeStartsTheDestination)
         GTEST_SKIP() << "KMIGRATE_CLI not set";
     const std::string logs = dir.path() + "/logs/deeper";
     const started serve = start(dir.path(), {env("KMIGRATE_CLI"), "serve", "--log-dir", logs,
-                                             "--once"}, {});
+                                             "--once", "--allow-root"}, {});
     const result src = run(dir.path(), {env("KMIGRATE_SUM"), "--mb", "4", "--to", "127.0.0.1"},
                            {{"KMIGRATE_FAKE_SERVE", "1"}});
     SCOPED_TRACE(src.out);
