@@ -357,7 +357,12 @@ static int __init kmig_init(void)
 
 	/* check.h's wire rules count 4 KiB pages */
 	BUILD_BUG_ON(PAGE_SHIFT != KMIG_PAGE_SHIFT);
-	kmig.wq = alloc_workqueue("kmigrate", WQ_MEM_RECLAIM | WQ_UNBOUND, 0);
+	/*
+	 * Not WQ_MEM_RECLAIM: no reclaim waits for a migration, and its works
+	 * flush one another (a departure waits for its arrival's DONE work),
+	 * which a rescuer running one work at a time could not serve.
+	 */
+	kmig.wq = alloc_workqueue("kmigrate", WQ_UNBOUND, 0);
 	if (!kmig.wq)
 		return -ENOMEM;
 	ret = misc_register(&kmig_dev);
