@@ -19,12 +19,13 @@ SUITES = ["unit", "harness", "style", "dkms", "kunit", "kunit-debug",
           "integration-6.1",
           "integration-6.12", "integration-debug", "cluster4", "smp-6.1",
           "kvmem-6.1", "kvmem-6.12", "kvmem-debug", "kdsm-6.1",
-          "kdsm-6.12", "kdsm-debug", "kdsm8", "kfcache-6.12"]
+          "kdsm-6.12", "kdsm-debug", "kdsm8", "kfcache-6.12",
+          "kmigrate-6.12"]
 # Not in a plain `./kvlab test` (CI's time budget, 25 minutes warm):
-# named with --suite.  The same checks as kfcache-6.12, on 6.1 and on the
-# debug kernel (about 80 s and 150 s).
+# named with --suite.  The same checks as kfcache-6.12 and kmigrate-6.12,
+# on 6.1 and on the debug kernel (about 80 s and 150 s; 60 s and 130 s).
 OPT_IN_SUITES = ["kfcache-6.1", "kfcache-debug", "kmigrate-6.1",
-                 "kmigrate-6.12", "kmigrate-debug"]
+                 "kmigrate-debug"]
 
 
 def _kernels(series_list):
