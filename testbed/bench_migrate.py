@@ -174,8 +174,8 @@ def run_criu(a, b, mb, owd):
     """CRIU's lazy migration of kmigrate-bench-plain from @a to @b."""
     _start_observer(a)
     for n in (a, b):
-        n.run("rm -rf /tmp/img /tmp/dump.t /tmp/lazy.rc; mkdir -p /tmp/img",
-              timeout=30)
+        n.run("rm -rf /tmp/img /tmp/dump.t /tmp/lazy.rc /tmp/criu.ready "
+              "/tmp/tar.done; mkdir -p /tmp/img", timeout=30)
     a.run(f"setsid {PLAIN} --mb {mb} --observer {a.ip}:{OBS_PORT} "
           "< /dev/null > /dev/null 2>&1 &", timeout=30)
     r = a.run(f"for i in $(seq 3000); do P=$(pidof kmigrate-bench-plain); "
@@ -190,21 +190,29 @@ def run_criu(a, b, mb, owd):
     # the pages until the lazy-pages daemon has them all
     a.run(f"(t0=$(date +%s%N); {CRIU} dump -t {pid} -D /tmp/img "
           f"--lazy-pages --port {CRIU_PORT} -o dump.log -v2 "
-          "--status-fd 9 9>/tmp/img/.ready; echo rc=$? $t0 $(date +%s%N) "
+          "--status-fd 9 9>/tmp/criu.ready; echo rc=$? $t0 $(date +%s%N) "
           "> /tmp/dump.t) > /dev/null 2>&1 &", timeout=30)
-    r = a.run("for i in $(seq 3000); do [ -s /tmp/img/.ready ] && break; "
+    r = a.run("for i in $(seq 3000); do [ -s /tmp/criu.ready ] && break; "
               "[ -s /tmp/dump.t ] && break; sleep 0.05; done; cat /tmp/dump.t "
               "2>/dev/null; ls /tmp/img", timeout=600)
     if "rc=" in r.out:
         raise HarnessError(f"criu dump --lazy-pages failed ({mb} MiB)",
                            a.run("tail -30 /tmp/img/dump.log").out)
+    # the images (no pages) to the destination; the sender retries until
+    # the listener is up
     b.run(f"(busybox nc -l -p {TAR_PORT} | tar x -C /tmp/img; "
           "echo done > /tmp/tar.done) > /dev/null 2>&1 &", timeout=30)
-    a.run(f"sleep 0.2; tar c -C /tmp/img --exclude .ready . | busybox nc "
-          f"{b.ip} {TAR_PORT}", timeout=300)
+    r = a.run("for i in $(seq 100); do tar c -C /tmp/img . | busybox nc "
+              f"{b.ip} {TAR_PORT} && break; sleep 0.05; done; "
+              "ls /tmp/img | wc -l", timeout=300)
+    want = r.out.strip().splitlines()[-1] if r.out.strip() else "?"
     r = b.run("for i in $(seq 3000); do [ -f /tmp/tar.done ] && break; "
-              "sleep 0.05; done; rm -f /tmp/tar.done; "
-              f"({CRIU} lazy-pages --page-server --address {a.ip} "
+              "sleep 0.05; done; ls /tmp/img | wc -l", timeout=300)
+    got = r.out.strip().splitlines()[-1] if r.out.strip() else "?"
+    if got != want:
+        raise HarnessError(f"criu-lazy {mb} MiB: {got} of {want} image files "
+                           "reached the destination")
+    r = b.run(f"({CRIU} lazy-pages --page-server --address {a.ip} "
               f"--port {CRIU_PORT} -D /tmp/img -o lazy.log -v2; echo rc=$? "
               "> /tmp/lazy.rc) > /dev/null 2>&1 & sleep 0.3; "
               f"{CRIU} restore --lazy-pages -D /tmp/img -d -o restore.log -v2;"
