@@ -15,11 +15,13 @@ mapping).  One clock, the observer's:
             destination (half the least UDP round trip, measured each
             round).  kmigrate's process beats until it freezes (its
             preparation ran in the background); CRIU freezes it from
-            outside, within one beat (200 us) of its last.
+            outside, within one beat (200 us) of its last, and restores
+            its socket, queue included: its freeze is the start of the
+            longest silence of the source's beats.
   total     freeze to the source's last work for the migration: kmigrate,
             the kernel's own t_freeze -> DONE at the source (every page
             pulled, the copy freed); CRIU lazy, `criu dump --lazy-pages`'
-            exit (its page server served every page) less the last beat.
+            exit (its page server served every page), from the last beat.
   fault     kmigrate post-copy without prefetch: the first touch of each
             page of 16 MiB timed in the process (median), against the raw
             ib_core limit of one 4 KB RDMA read (testbed/rawping.py
@@ -29,7 +31,8 @@ Methods:
   postcopy   kmigrate, resume at once, pages by fault and prefetcher
   precopy    kmigrate, every page first (the same pull), then resume
   criu-lazy  criu dump --lazy-pages on the source, the images (no pages)
-             to the destination (tar over nc), criu lazy-pages
+             to the destination (tar, fetched with wget from busybox
+             httpd on the source), criu lazy-pages
              --page-server and criu restore --lazy-pages there: CRIU's
              documented lazy migration (criu.org/Lazy_migration), pages by
              userfaultfd from CRIU's TCP page server
@@ -93,16 +96,23 @@ def _observe(text):
     return out
 
 
-def _timeline(events, src, dst):
-    """(t of the last beat from @src before the first message from @dst,
-    t of "resumed", t of "touched", ok, fault median ns or None)."""
-    last_hb = resumed = touched = None
-    ok, fault = False, None
+def _timeline(events, src, dst, gap=False):
+    """(t the process stopped beating at @src, t of "resumed" from @dst,
+    t of "touched", ok, fault median ns or None).
+
+    kmigrate's process closes its socket and freezes right after a beat:
+    the last beat from @src before "resumed" is the freeze.  CRIU freezes
+    its process from outside and carries its socket to @dst, which may
+    deliver a beat the source queued after "resumed"'s predecessor: with
+    @gap the freeze is the start of the longest silence in @src's beats
+    (every 200 us otherwise) before "resumed"."""
+    beats, resumed = [], None
+    touched, ok, fault = None, False, None
     for t, kind, w in events:
         if kind == "failed":
             raise HarnessError("the migrating process failed: " + " ".join(w))
         if kind == "hb" and w and w[-1] == src and resumed is None:
-            last_hb = t
+            beats.append(t)
         elif kind == "resumed" and w and w[-1] == dst and resumed is None:
             resumed = t
         elif kind == "faults":
@@ -111,11 +121,16 @@ def _timeline(events, src, dst):
         elif kind == "touched":
             touched = t
             ok = "ok=1" in w
-    if None in (last_hb, resumed, touched):
+    if not beats or None in (resumed, touched):
         raise HarnessError(f"incomplete timeline ({len(events)} messages): "
-                           f"last beat {last_hb}, resumed {resumed}, "
+                           f"{len(beats)} beats, resumed {resumed}, "
                            f"touched {touched}")
-    return last_hb, resumed, touched, ok, fault
+    last = beats[-1]
+    if gap:
+        marks = beats + [resumed]
+        i = max(range(len(marks) - 1), key=lambda j: marks[j + 1] - marks[j])
+        last = marks[i]
+    return last, resumed, touched, ok, fault
 
 
 def _owd_ns(a, b):
@@ -188,30 +203,28 @@ def run_criu(a, b, mb, owd):
                            r.out)
     # the dump freezes it, writes every image but the pages, then serves
     # the pages until the lazy-pages daemon has them all
-    a.run(f"(t0=$(date +%s%N); {CRIU} dump -t {pid} -D /tmp/img "
+    a.run(f"(t0=$({OBSERVE} now); {CRIU} dump -t {pid} -D /tmp/img "
           f"--lazy-pages --port {CRIU_PORT} -o dump.log -v2 "
-          "--status-fd 9 9>/tmp/criu.ready; echo rc=$? $t0 $(date +%s%N) "
-          "> /tmp/dump.t) > /dev/null 2>&1 &", timeout=30)
+          f"--status-fd 9 9>/tmp/criu.ready; echo rc=$? $t0 $({OBSERVE} now)"
+          " > /tmp/dump.t) > /dev/null 2>&1 &", timeout=30)
     r = a.run("for i in $(seq 3000); do [ -s /tmp/criu.ready ] && break; "
               "[ -s /tmp/dump.t ] && break; sleep 0.05; done; cat /tmp/dump.t "
               "2>/dev/null; ls /tmp/img", timeout=600)
     if "rc=" in r.out:
         raise HarnessError(f"criu dump --lazy-pages failed ({mb} MiB)",
                            a.run("tail -30 /tmp/img/dump.log").out)
-    # the images (no pages) to the destination; the sender retries until
-    # the listener is up
-    b.run(f"(busybox nc -l -p {TAR_PORT} | tar x -C /tmp/img; "
-          "echo done > /tmp/tar.done) > /dev/null 2>&1 &", timeout=30)
-    r = a.run("for i in $(seq 100); do tar c -C /tmp/img . | busybox nc "
-              f"{b.ip} {TAR_PORT} && break; sleep 0.05; done; "
-              "ls /tmp/img | wc -l", timeout=300)
-    want = r.out.strip().splitlines()[-1] if r.out.strip() else "?"
-    r = b.run("for i in $(seq 3000); do [ -f /tmp/tar.done ] && break; "
-              "sleep 0.05; done; ls /tmp/img | wc -l", timeout=300)
-    got = r.out.strip().splitlines()[-1] if r.out.strip() else "?"
-    if got != want:
-        raise HarnessError(f"criu-lazy {mb} MiB: {got} of {want} image files "
-                           "reached the destination")
+    # the images (no pages) to the destination, as one archive served by
+    # the source's busybox httpd (started once, serving /tmp/criu-web)
+    r = a.run("tar c -f /tmp/criu-web/img.tar -C /tmp/img . && "
+              "stat -c %s /tmp/criu-web/img.tar", timeout=120)
+    size = r.out.strip().splitlines()[-1] if r.rc == 0 and r.out.strip() else ""
+    r = b.run("rm -f /tmp/img.tar; for i in $(seq 50); do busybox wget -q -O "
+              f"/tmp/img.tar http://{a.ip}:{TAR_PORT}/img.tar && break; "
+              "sleep 0.1; done; tar x -f /tmp/img.tar -C /tmp/img && "
+              "stat -c %s /tmp/img.tar", timeout=300)
+    if not size or r.out.strip().splitlines()[-1:] != [size]:
+        raise HarnessError(f"criu-lazy {mb} MiB: the images did not reach "
+                           f"the destination whole ({size} bytes sent)", r.out)
     r = b.run(f"({CRIU} lazy-pages --page-server --address {a.ip} "
               f"--port {CRIU_PORT} -D /tmp/img -o lazy.log -v2; echo rc=$? "
               "> /tmp/lazy.rc) > /dev/null 2>&1 & sleep 0.3; "
@@ -221,7 +234,7 @@ def run_criu(a, b, mb, owd):
         raise HarnessError(f"criu restore --lazy-pages failed ({mb} MiB)",
                            r.out + b.run("tail -30 /tmp/img/restore.log").out)
     ev = _observe(_observer_output(a))
-    last_hb, resumed, touched, ok, _ = _timeline(ev, a.name, b.name)
+    last_hb, resumed, touched, ok, _ = _timeline(ev, a.name, b.name, gap=True)
     r = a.run("for i in $(seq 6000); do [ -s /tmp/dump.t ] && break; "
               "sleep 0.1; done; cat /tmp/dump.t", timeout=900)
     m = re.search(r"rc=(\d+) (\d+) (\d+)", r.out)
@@ -230,11 +243,11 @@ def run_criu(a, b, mb, owd):
         raise HarnessError(f"criu-lazy {mb} MiB: checksum ok={ok}, "
                            f"dump {r.out.strip()}",
                            a.run("tail -20 /tmp/img/dump.log").out)
-    # date +%s%N is CLOCK_REALTIME, the observer CLOCK_MONOTONIC: the dump's
-    # own span is what counts, from its start to the last page served
-    dump_ms = (int(m.group(3)) - int(m.group(2))) / 1e6
+    # the observer's clock: from the freeze (the last beat) to the dump's
+    # exit, its page server having served the last page
     return {"downtime_ms": (resumed - last_hb - owd) / 1e6,
-            "total_ms": dump_ms,
+            "total_ms": (int(m.group(3)) - last_hb) / 1e6,
+            "dump_ms": (int(m.group(3)) - int(m.group(2))) / 1e6,
             "touch_ms": (touched - resumed) / 1e6}
 
 
@@ -300,6 +313,8 @@ def main(args):
                     raise HarnessError(f"setup: {what}", str(detail))
         suite_kmigrate._setup(_Res(), "bench", (a, b))
         b.run(f"({OBSERVE} echo {ECHO_PORT} > /dev/null 2>&1 &)", timeout=30)
+        a.run_checked(f"mkdir -p /tmp/criu-web && busybox httpd -p {TAR_PORT} "
+                      "-h /tmp/criu-web", timeout=30)
         for rnd in range(rounds):
             with Phase(f"round {rnd + 1}/{rounds}"):
                 owd = _owd_ns(a, b)

@@ -5,6 +5,7 @@
 //   kmigrate-observe listen PORT TIMEOUT_S   # on the source
 //   kmigrate-observe echo PORT               # on the destination
 //   kmigrate-observe rtt IP:PORT COUNT       # on the source
+//   kmigrate-observe now                     # CLOCK_MONOTONIC, ns
 //
 // listen: prints "T_NS MESSAGE" for every datagram kmigrate-bench sends,
 // T_NS on this node's CLOCK_MONOTONIC at arrival, until a "touched" or
@@ -40,7 +41,7 @@ std::uint64_t now_ns()
 [[noreturn]] void usage()
 {
     std::fprintf(stderr, "usage: kmigrate-observe listen PORT TIMEOUT_S | echo PORT | "
-                         "rtt IP:PORT COUNT\n");
+                         "rtt IP:PORT COUNT | now\n");
     std::exit(2);
 }
 
@@ -159,6 +160,10 @@ int main(int argc, char **argv)
                            static_cast<unsigned>(std::atoi(argv[3])));
     if (argc == 3 && !std::strcmp(argv[1], "echo"))
         return echo_mode(static_cast<unsigned>(std::atoi(argv[2])));
+    if (argc == 2 && !std::strcmp(argv[1], "now")) {
+        std::printf("%" PRIu64 "\n", now_ns());
+        return 0;
+    }
     if (argc == 4 && !std::strcmp(argv[1], "rtt"))
         return rtt_mode(argv[2], static_cast<unsigned>(std::atoi(argv[3])));
     usage();
