@@ -53,12 +53,13 @@
  *    keys each: a 1 GiB arena in 256-page extents has 1024 keys, 2
  *    messages), FROZEN; a source READY, RESUMED, DONE.
  * 2. RDMA operations in flight (the destination's reads): at most
- *    KMIG_PULL_WINDOW prefetch reads plus one read per faulting task;
+ *    KMIG_PULL_WINDOW prefetch reads plus one read per faulting task
+ *    (4 x 16 pages: a fault's read waits behind at most 256 KiB);
  *    more wait for a slot in kverbs_rdma_read_pages() (sleeping: faults
  *    and the prefetcher run in process context).
  */
 #define KMIG_DEPTH		32
-#define KMIG_PULL_WINDOW	8
+#define KMIG_PULL_WINDOW	4
 #define KMIG_MAX_EPS		64
 /*
  * Arenas a node holds for processes not yet attached: each is allocated
@@ -191,6 +192,7 @@ struct kmig_arena {
 	u8 *pstate;			/* KMIG_PG_*, one per page */
 	atomic_t todo;			/* pages not yet here */
 	atomic_t inflight;		/* prefetch reads in flight */
+	atomic_t faulting;		/* fault reads in flight */
 	struct work_struct pull_work;
 	struct work_struct arrive_work;
 	struct work_struct lose_work;

@@ -6,7 +6,8 @@
  * it to FETCHING by cmpxchg owns its read: a faulting task (one page, at
  * once, then optionally polling the CQ: fault_poll_us) or the prefetcher
  * (runs of up to kverbs_ep_max_read_pages() pages within one of the
- * source's extents, KMIG_PULL_WINDOW reads in flight, the last range
+ * source's extents, KMIG_PULL_WINDOW reads in flight, one while a task
+ * waits for a fault's read, the last range
  * first: the stack).  The read's completion grants the pages to the
  * process and marks them HERE; kvmem wakes the tasks waiting for them.
  * A failed read, or the source's loss, makes every page not yet here
@@ -159,9 +160,14 @@ static void kmig_read_done(void *ctx, int status)
 		if (!queue_work(kmig.wq, &a->lose_work))
 			kmig_arena_put(a);
 	}
-	if (!r->fault && atomic_dec_return(&a->inflight) < KMIG_PULL_WINDOW &&
-	    !status)
+	if (r->fault) {
+		/* the prefetcher went slow while a task waited */
+		if (atomic_dec_and_test(&a->faulting) && !status)
+			kmig_pull_kick(a);
+	} else if (atomic_dec_return(&a->inflight) < KMIG_PULL_WINDOW &&
+		   !status) {
 		kmig_pull_kick(a);
+	}
 	kfree(r);
 	kmig_arena_put(a);
 }
@@ -259,8 +265,11 @@ void kmig_pull_fault(struct kvmem_region *vr, u32 index, bool write,
 		st = cmpxchg(&a->pstate[index], KMIG_PG_ABSENT,
 			     KMIG_PG_FETCHING);
 		if (st == KMIG_PG_ABSENT) {
-			if (kmig_read_post(a, index, 1, true))
+			atomic_inc(&a->faulting);
+			if (kmig_read_post(a, index, 1, true)) {
+				atomic_dec(&a->faulting);
 				goto fail_lost;
+			}
 			st = KMIG_PG_FETCHING;
 		}
 	}
@@ -328,9 +337,15 @@ void kmig_pull_work(struct work_struct *w)
 	if (a->ep && !a->out)
 		max = kverbs_ep_max_read_pages(a->ep);
 	up_read(&a->ep_sem);
+	/*
+	 * A fault's read queues behind the prefetch reads in flight on the
+	 * same QP: while a task waits for its page, one prefetch read at
+	 * most (the fault's completion kicks this again), so neither starves.
+	 */
 	while (max && READ_ONCE(a->state) == KMIGRATE_ST_PULLING &&
 	       !READ_ONCE(a->released) &&
-	       atomic_read(&a->inflight) < KMIG_PULL_WINDOW) {
+	       atomic_read(&a->inflight) <
+	       (atomic_read(&a->faulting) ? 1 : KMIG_PULL_WINDOW)) {
 		n = kmig_pull_next(a, max, &first);
 		if (!n)
 			break;
