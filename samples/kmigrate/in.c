@@ -280,8 +280,10 @@ static int kmig_in_frozen(struct kmig_arena *a, const struct kmig_frozen *f,
 		a->aborted = true;	/* nobody to resume: the source keeps it */
 	else if (a->state == KMIGRATE_ST_PULLING &&
 		 (a->mode == KMIGRATE_MODE_PRECOPY ||
-		  !(a->flags & KMIGRATE_F_NO_PREFETCH)))
+		  !(a->flags & KMIGRATE_F_NO_PREFETCH))) {
+		a->prefetch = true;
 		kmig_pull_kick(a);
+	}
 	spin_unlock_bh(&a->lock);
 	return 0;
 }

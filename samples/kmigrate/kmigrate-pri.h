@@ -193,6 +193,7 @@ struct kmig_arena {
 	atomic_t todo;			/* pages not yet here */
 	atomic_t inflight;		/* prefetch reads in flight */
 	atomic_t faulting;		/* fault reads in flight */
+	bool prefetch;			/* the prefetcher runs (a->lock to set) */
 	struct work_struct pull_work;
 	struct work_struct arrive_work;
 	struct work_struct lose_work;

@@ -492,8 +492,10 @@ long kmig_out_prepare(struct kmig_arena *a,
 		memcpy(&a->peer, &arg.dest, sizeof(arg.dest));
 	}
 	/* An arena still arriving leaves once every page is here. */
-	if (!ret && a->state == KMIGRATE_ST_PULLING)
+	if (!ret && a->state == KMIGRATE_ST_PULLING) {
+		a->prefetch = true;
 		kmig_pull_kick(a);
+	}
 	spin_unlock_bh(&a->lock);
 	if (ret) {
 		kfree(p);

@@ -161,8 +161,9 @@ static void kmig_read_done(void *ctx, int status)
 			kmig_arena_put(a);
 	}
 	if (r->fault) {
-		/* the prefetcher went slow while a task waited */
-		if (atomic_dec_and_test(&a->faulting) && !status)
+		/* the prefetcher, if on, went slow while a task waited */
+		if (atomic_dec_and_test(&a->faulting) && !status &&
+		    READ_ONCE(a->prefetch))
 			kmig_pull_kick(a);
 	} else if (atomic_dec_return(&a->inflight) < KMIG_PULL_WINDOW &&
 		   !status) {
