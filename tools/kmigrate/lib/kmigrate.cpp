@@ -53,10 +53,6 @@ process_state g;
 // the kernel reads it while the arena must stay untouched.
 struct request {
     ctx_blob blob;
-    sockaddr_storage dest;
-    socklen_t dest_len;
-    std::uint32_t mode;
-    std::uint32_t flags;
     std::uint32_t freeze_flags;  // KMIGRATE_FREEZE_WAIT, or 0 from poll()
     bool preparing;              // PREPARE went; FREEZE has not answered
     char dest_text[64];
@@ -451,10 +447,6 @@ int prepare_to(const sockaddr_storage &dest, socklen_t len, std::uint32_t mode,
     p.fp_len = g.fp_len;
     if (::ioctl(g.session, KMIGRATE_IOC_PREPARE, &p) < 0)
         return fail(errno, explain(errno, text));
-    req.dest = dest;
-    req.dest_len = len;
-    req.mode = mode;
-    req.flags = flags;
     req.preparing = true;
     std::snprintf(req.dest_text, sizeof(req.dest_text), "%s", text.c_str());
     return 0;
