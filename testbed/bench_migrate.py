@@ -179,12 +179,6 @@ def run_kmigrate(a, b, mb, method, owd, faults=False):
             "fault_median_us": fault / 1e3 if fault else None}
 
 
-def _rss_kb(node, name):
-    r = node.run(f"grep VmRSS /proc/$(pidof {name})/status", timeout=30)
-    m = re.search(r"(\d+)", r.out)
-    return int(m.group(1)) if m else 0
-
-
 def run_criu(a, b, mb, owd):
     """CRIU's lazy migration of kmigrate-bench-plain from @a to @b."""
     _start_observer(a)
