@@ -382,6 +382,7 @@ def _integration_body(res, suite, c, plain):
                   f"installed {want}")
         ok, out = _dmesg_has(n, r"kverbs: device rxe0 added")
         res.check(suite, f"{n.name}: kverbs tracks rxe0", ok, out[-1500:])
+        _nic_notifies_by_flags(res, suite, n)
 
     r = n0.run(kping(n0), timeout=60)
     res.check(suite, "kping server listens", r.rc == 0, r.out)
@@ -401,6 +402,22 @@ def _integration_body(res, suite, c, plain):
                   "! lsmod | grep -q kverbs",
                   timeout=120)
         res.check(suite, f"{n.name}: rmmod kping kverbs", r.rc == 0, r.out)
+
+
+# VIRTIO_RING_F_EVENT_IDX, bit 29 of a virtio device's feature string.
+VIRTIO_RING_F_EVENT_IDX = 29
+
+
+def _nic_notifies_by_flags(res, suite, node):
+    """The link must not depend on a single kick (cluster.NIC_OPTS): the
+    guest's NIC negotiated no event index."""
+    r = node.run("cat /sys/class/net/eth0/device/features", timeout=30)
+    bits = r.out.strip()
+    res.check(suite, f"{node.name}: the NIC notifies by flags, not event "
+              "index (one lost kick cannot stall the link)",
+              r.rc == 0 and len(bits) > VIRTIO_RING_F_EVENT_IDX and
+              bits[VIRTIO_RING_F_EVENT_IDX] == "0",
+              f"rc {r.rc}, features {bits!r}")
 
 
 def _user_space_peer(res, suite, n0, n1):
