@@ -76,20 +76,31 @@ static void kmig_in_queue(struct kmig_arena *a, struct work_struct *w)
 		kmig_arena_put(a);
 }
 
-/* READY(@status), once, sent when this returns. */
-static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
+/*
+ * Store @status in @slot and queue @w, the first time only: @told latches
+ * under @a->lock.  Returns true if this call queued @w.
+ */
+static bool kmig_in_tell_once(struct kmig_arena *a, bool *told, u32 *slot,
+			      u32 status, struct work_struct *w)
 {
 	bool queue;
 
 	spin_lock_bh(&a->lock);
-	queue = !a->ready_told;
-	a->ready_told = true;
-	a->ready_status_out = status;
+	queue = !*told;
+	*told = true;
+	*slot = status;
 	spin_unlock_bh(&a->lock);
-	if (queue) {
-		kmig_in_queue(a, &a->ready_work);
+	if (queue)
+		kmig_in_queue(a, w);
+	return queue;
+}
+
+/* READY(@status), once, sent when this returns. */
+static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
+{
+	if (kmig_in_tell_once(a, &a->ready_told, &a->ready_status_out, status,
+			      &a->ready_work))
 		flush_work(&a->ready_work);
-	}
 }
 
 /**
@@ -104,15 +115,8 @@ static void kmig_in_send_ready(struct kmig_arena *a, u32 status)
  */
 void kmig_in_send_done(struct kmig_arena *a, u32 status)
 {
-	bool queue;
-
-	spin_lock_bh(&a->lock);
-	queue = !a->done_sent;
-	a->done_sent = true;
-	a->done_status = status;
-	spin_unlock_bh(&a->lock);
-	if (queue)
-		kmig_in_queue(a, &a->done_work);
+	kmig_in_tell_once(a, &a->done_sent, &a->done_status, status,
+			  &a->done_work);
 }
 
 /* @a no longer counts against KMIG_MAX_ARRIVING (attached, or freed). */
