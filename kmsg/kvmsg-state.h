@@ -3,7 +3,7 @@
  * The state kvmsg keeps in kverbs' objects: struct kvmsg_domain is
  * kverbs_domain.msg, struct kvmsg_ep is kverbs_ep.msg.  kverbs embeds them
  * and never touches them (the style suite checks that kverbs/ does not name
- * them); only kvmsg/ does.  Functions are in kvmsg-pri.h.
+ * them); only kmsg/ does.  Functions are in kvmsg-pri.h.
  */
 #ifndef _KVMSG_STATE_H
 #define _KVMSG_STATE_H

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit: the pure logic of kvmem (kvmem/ranges.c): batch validation, bitmap
+ * KUnit: the pure logic of kvmem (kmem/ranges.c): batch validation, bitmap
  * coalescing and protection transitions.
  */
 #include <kunit/test.h>
 #include <linux/bitmap.h>
 #include <linux/random.h>
 
-#include "../kvmem/kvmem-pri.h"
+#include "../kmem/kvmem-pri.h"
 
 static void kvmem_ranges_valid(struct kunit *test)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * KUnit: the pure logic of kvmsg (kvmsg/flow.c, kvmsg/wire.c) and of the
+ * KUnit: the pure logic of kvmsg (kmsg/flow.c, kmsg/wire.c) and of the
  * send-queue ledger and queue budget it relies on (kverbs/sq.c,
  * kverbs/ep.c): credit accounting, ledger wrap, the signal interval,
  * reclaim on signaled and flushed completions, the numbered budget,
@@ -12,7 +12,7 @@
 #include <linux/prandom.h>
 #include <linux/random.h>
 
-#include "../kvmsg/kvmsg-pri.h"
+#include "../kmsg/kvmsg-pri.h"
 
 static void kvmsg_credit_accounting(struct kunit *test)
 {

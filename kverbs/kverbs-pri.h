@@ -229,7 +229,7 @@ struct kverbs_upper_ops {
 extern const struct kverbs_upper_ops *kverbs_upper;
 
 /* The message layer's state, embedded in the domain and the endpoint. */
-#include "../kvmsg/kvmsg-state.h"
+#include "../kmsg/kvmsg-state.h"
 
 /*
  * Locking: @lock (mutex) protects binding (@kdev, @cq, @cq_used,
@@ -246,7 +246,7 @@ extern const struct kverbs_upper_ops *kverbs_upper;
  * from being freed while a task schedules its poller; @poll_owner is the
  * CPU (+1) of a task in kverbs_domain_poll().
  *
- * @msg: the message layer's state, touched only by kvmsg/.
+ * @msg: the message layer's state, touched only by kmsg/.
  */
 struct kverbs_domain {
 	struct kref ref;
@@ -342,7 +342,7 @@ enum {
  *	the QP, so that a grant's keys work on this connection only
  *	(grant.c); @lkey, @max_sge and @iwarp are set with it and never
  *	change after.  @grants is under dom->lock.
- * @msg: the message layer's state, touched only by kvmsg/.
+ * @msg: the message layer's state, touched only by kmsg/.
  */
 struct kverbs_ep {
 	struct kref ref;

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * kverbs.ko: in-kernel RDMA endpoints (kverbs/) and messages on them
- * (kvmsg/).  This file is the module's glue, the one place that knows
+ * (kmsg/).  This file is the module's glue, the one place that knows
  * both layers: it registers kvmsg as the layer above kverbs.
  */
 #include <linux/module.h>
 
 #include "kverbs-pri.h"
-#include "../kvmsg/kvmsg-pri.h"
+#include "../kmsg/kvmsg-pri.h"
 
 struct workqueue_struct *kverbs_wq;
 const struct kverbs_upper_ops *kverbs_upper;

@@ -21,7 +21,7 @@ else:
 
 # What a module build needs; also what the DKMS source tree contains.
 KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
-                  "include", "kverbs", "kvmsg", "kvmem", "samples"]
+                  "include", "kverbs", "kmsg", "kmem", "samples"]
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko", "kdsm.ko",
                    "kfcache_srv.ko", "kfcache.ko", "kmigrate.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kdsm_kunit.ko",

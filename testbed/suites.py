@@ -13,7 +13,7 @@ from pathlib import Path
 from .common import REPO, HarnessError, build_dir, cache_dir, log, run
 from . import dkms, kbuild
 
-KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kvmsg/*.[ch]", "kvmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
+KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
                        "compat/probes/*.c"]
 PORT = 18515

@@ -36,7 +36,7 @@ struct KvmsgParse {
 };
 
 // Validates a received message of msg.size() bytes the way the kernel does
-// (kvmsg/wire.c): type, flags, reserved, len against the bytes received and
+// (kmsg/wire.c): type, flags, reserved, len against the bytes received and
 // max_len, the credit-message rules and the expected sequence number.
 [[nodiscard]] KvmsgParse kvmsg_parse(std::span<const std::uint8_t> msg, std::uint32_t seq,
                                    std::uint32_t max_len);
