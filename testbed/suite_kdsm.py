@@ -375,27 +375,35 @@ def _running(nodes, cmd):
     time.sleep(3)
 
 
-def _survivors_report(res, suite, nodes, what, lost=None):
+def _survivors_report(res, suite, nodes, what, lost=None, expects=None):
     """Every node of @nodes ends its run and its cluster's error names a
-    lost node (@lost, if given) within FAIL_BOUND_S; its modules unload."""
+    lost node (@lost, if given) within FAIL_BOUND_S; its modules unload.
+    The run ends as libkdsm ends a program whose cluster failed, whichever
+    way the program met the loss (a page only the lost node had, a lock or
+    a barrier): status 3 and "kdsm: cluster failed: <reason>", the reason
+    being the one `kdsmctl status` gives.  @expects: a pattern (or None) a
+    node that its output must also show (the order it met the loss in)."""
+    expects = expects or [None] * len(nodes)
     node = rf"{lost}\b" if lost else r"\d+"
-    named = re.compile(rf"^error .*(lost node {node}|reports node {node} "
-                       "lost)", re.M)
+    named = re.compile(rf"^error (.*(lost node {node}|reports node {node} "
+                       "lost).*)$", re.M)
     t0 = time.monotonic()
     outs, ok = [], True
-    for n in nodes:
+    for n, expect in zip(nodes, expects):
         left = max(1, int(FAIL_BOUND_S - (time.monotonic() - t0)))
         r = n.run(f"for i in $(seq {left * 5}); do grep -q rc= /tmp/run.out "
                   "&& break; sleep 0.2; done; cat /tmp/run.out; "
                   f"{CTL} status", timeout=left + 60)
         took = time.monotonic() - t0
-        ok &= "rc=" in r.out and "rc=0" not in r.out and \
-            "state failed" in r.out and bool(named.search(r.out)) and \
-            took <= FAIL_BOUND_S
+        m = named.search(r.out)
+        said = re.findall(r"^kdsm: cluster failed: (.*)$", r.out, re.M)
+        ok &= "rc=3" in r.out and "state failed" in r.out and \
+            bool(m) and said == [m.group(1)] and took <= FAIL_BOUND_S and \
+            (not expect or bool(re.search(expect, r.out, re.M)))
         outs.append(f"--- {n.name} ({took:.1f} s)\n{r.out[-1500:]}")
-    res.check(suite, f"{what}: every survivor's run ends and reports "
-              f"{f'node {lost}' if lost else 'a node'} lost within "
-              f"{FAIL_BOUND_S} s", ok, "\n".join(outs))
+    res.check(suite, f"{what}: every survivor's run ends with status 3 and "
+              f"libkdsm's report that {f'node {lost}' if lost else 'a node'}"
+              f" was lost, within {FAIL_BOUND_S} s", ok, "\n".join(outs))
     for n in nodes:
         r = n.run(f"{CTL} delete; rmmod kdsm && rmmod kvmem && "
                   "rmmod kverbs && echo unloaded", timeout=120)
@@ -403,20 +411,51 @@ def _survivors_report(res, suite, nodes, what, lost=None):
                   "unloaded" in r.out, r.out)
 
 
-def link_delete_check(res, suite, nodes):
-    """`rdma link delete` under a running application."""
-    if not formed(res, suite, nodes, "cluster for the link test forms"):
+def link_delete_check(res, suite, nodes, cmds=None, what=None):
+    """`rdma link delete` at the second node under a running application,
+    or under @cmds (one command a node) named @what."""
+    what = what or "rdma link delete"
+    if not formed(res, suite, nodes, f"cluster for the test of {what} "
+                  "forms"):
         return
-    _running(nodes, "/kvlab/bin/kdsm-sor --size 256 --iters 100000")
+    cmds = cmds or ["/kvlab/bin/kdsm-sor --size 256 --iters 100000"] * \
+        len(nodes)
+    for n, cmd in zip(nodes, cmds):
+        n.run(f"({cmd}; echo rc=$?) > /tmp/run.out 2>&1 &", timeout=30)
+    ready = [n.run("for i in $(seq 100); do grep -q waiting /tmp/run.out "
+                   "&& break; sleep 0.1; done; cat /tmp/run.out", timeout=30)
+             if "lost-" in cmd else None for n, cmd in zip(nodes, cmds)]
+    if not any(ready):
+        time.sleep(3)
     r = nodes[1].run("rdma link delete rxe0 && echo deleted", timeout=60)
-    res.check(suite, f"{nodes[1].name}: rdma link delete rxe0 under SOR",
-              "deleted" in r.out, r.out)
+    res.check(suite, f"{what}: {nodes[1].name}: rdma link delete rxe0 under "
+              "the run", "deleted" in r.out and
+              all(x is None or "waiting" in x.out for x in ready),
+              r.out + "".join(x.out for x in ready if x))
     # node 2 lost its device: node 1 loses node 2, node 2 node 1
-    _survivors_report(res, suite, nodes, "rdma link delete")
+    expects = [None if "lost-" not in c else
+               r"^litmus lost-fault: node \d+ reads page" if "fault" in c
+               else r"^litmus lost-sync: node \d+ waiting" for c in cmds]
+    _survivors_report(res, suite, nodes, what, expects=expects)
     r = nodes[1].run("rdma link add rxe0 type rxe netdev eth0 && "
                      "rdma link | grep -c rxe0", timeout=60)
-    res.check(suite, f"{nodes[1].name}: rxe0 back", r.rc == 0, r.out)
+    res.check(suite, f"{what}: {nodes[1].name}: rxe0 back", r.rc == 0,
+              r.out)
     load(res, suite, nodes)
+
+
+def loss_order_checks(res, suite, pair):
+    """A node lost under a program gives the same report and status
+    whichever way the program meets the loss first: at a page only the
+    lost node had (SIGBUS) or at a barrier (EHOSTDOWN).  Each order on
+    each side of the deleted link."""
+    test = f"{LITMUS} --hold-ms 30000 --test"
+    for first, second in (("fault", "sync"), ("sync", "fault")):
+        link_delete_check(res, suite, pair,
+                          [f"{test} lost-{first}", f"{test} lost-{second}"],
+                          f"loss met first at a {first} on "
+                          f"{pair[0].name}, at a {second} on "
+                          f"{pair[1].name}")
 
 
 def kill_check(res, suite, nodes):
@@ -478,6 +517,7 @@ def kdsm_checks(res, suite, c, full=True):
     if full:
         weak_and_max_pages(res, suite, pair)
         link_delete_check(res, suite, pair)
+        loss_order_checks(res, suite, pair)
 
     formed(res, suite, four, "4-node cluster forms")
     if full:    # first: the designed counts assume pages untouched since

@@ -198,7 +198,7 @@ struct kdsm_cluster {
 	u32 join_ms;
 	unsigned long join_deadline;	/* jiffies: formed by then */
 	u8 state;		/* enum kdsm_state, under @lock */
-	char error[160];	/* why FAILED */
+	char error[KDSM_ERROR_LEN];	/* why FAILED, under @lock */
 	spinlock_t lock;
 	struct kdsm_peer peers[KDSM_MAX_NODES + 1];
 

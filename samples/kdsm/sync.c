@@ -476,11 +476,29 @@ static int kdsm_barrier(struct kdsm_cluster *kd)
 	return ret;
 }
 
+/*
+ * KDSM_IOC_STATE: the state and, once FAILED, the reason.  Never sleeps
+ * on the cluster, so a task that got SIGBUS on a lost page can ask.
+ */
+static long kdsm_state_ioctl(struct kdsm_cluster *kd, void __user *arg)
+{
+	struct kdsm_state_arg st = {};
+
+	spin_lock_bh(&kd->lock);
+	st.state = kd->state;
+	if (kd->state == KDSM_STATE_FAILED)
+		strscpy(st.error, kd->error, sizeof(st.error));
+	spin_unlock_bh(&kd->lock);
+	return copy_to_user(arg, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
 /**
- * kdsm_region_ioctl - the region descriptor's commands: locks, barriers
+ * kdsm_region_ioctl - the region descriptor's commands: locks, barriers,
+ * the cluster's state
  * @r: the region
- * @cmd: KDSM_IOC_LOCK, KDSM_IOC_UNLOCK or KDSM_IOC_BARRIER
- * @arg: user pointer to struct kdsm_lock_arg for the locks
+ * @cmd: KDSM_IOC_LOCK, KDSM_IOC_UNLOCK, KDSM_IOC_BARRIER or KDSM_IOC_STATE
+ * @arg: user pointer to struct kdsm_lock_arg for the locks, to struct
+ *	kdsm_state_arg for the state
  * @priv: the cluster
  *
  * Context: the calling task; may sleep (killable).
@@ -511,6 +529,8 @@ long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		return kdsm_unlock(kd, la.id);
 	case KDSM_IOC_BARRIER:
 		return kdsm_barrier(kd);
+	case KDSM_IOC_STATE:
+		return kdsm_state_ioctl(kd, (void __user *)arg);
 	}
 	return -ENOTTY;
 }

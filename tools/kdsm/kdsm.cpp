@@ -151,10 +151,18 @@ attachment::attachment(int timeout_ms)
     }
     mapped(info.node, info.nnodes, info.npages, info.page_size,
            info.placement == KDSM_PLACE_BLOCK, static_cast<std::uint8_t *>(p));
+    try {
+        watch_lost_pages();
+    } catch (...) {
+        ::munmap(p, bytes());
+        ::close(fd_);
+        throw;
+    }
 }
 
 attachment::~attachment()
 {
+    unwatch_lost_pages();
     if (base())
         ::munmap(base(), bytes());
     if (fd_ >= 0)
@@ -173,23 +181,32 @@ kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind)
 void attachment::lock(std::uint32_t id, lock_kind kind)
 {
     kdsm_lock_arg a = lock_arg(id, kind);
-    if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0)
-        throw error(errno, std::string("lock ") + std::to_string(id) + " (" +
+    if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0) {
+        const int err = errno;
+        exit_if_failed(err);
+        throw error(err, std::string("lock ") + std::to_string(id) + " (" +
                                lock_kind_name(kind) + ")");
+    }
 }
 
 void attachment::unlock(std::uint32_t id, lock_kind kind)
 {
     kdsm_lock_arg a = lock_arg(id, kind);
-    if (::ioctl(fd_, KDSM_IOC_UNLOCK, &a) < 0)
-        throw error(errno, std::string("unlock ") + std::to_string(id) + " (" +
+    if (::ioctl(fd_, KDSM_IOC_UNLOCK, &a) < 0) {
+        const int err = errno;
+        exit_if_failed(err);
+        throw error(err, std::string("unlock ") + std::to_string(id) + " (" +
                                lock_kind_name(kind) + ")");
+    }
 }
 
 void attachment::barrier_all()
 {
-    if (::ioctl(fd_, KDSM_IOC_BARRIER) < 0)
-        throw error(errno, "barrier");
+    if (::ioctl(fd_, KDSM_IOC_BARRIER) < 0) {
+        const int err = errno;
+        exit_if_failed(err);
+        throw error(err, "barrier");
+    }
 }
 
 status attachment::counters()

@@ -172,6 +172,25 @@ struct kdsm_lock_arg {
 	__u32 flags;
 };
 
+/* bytes of struct kdsm_state_arg.error, its NUL included */
+#define KDSM_ERROR_LEN		160
+
+/**
+ * struct kdsm_state_arg - KDSM_IOC_STATE
+ * @state: enum kdsm_state
+ * @pad: zero
+ * @error: why the cluster FAILED (as KDSM_A_ERROR), NUL-terminated;
+ *	empty in any other state
+ *
+ * One ioctl, no allocation: libkdsm's SIGBUS handler reads it to report
+ * a lost node the same way a failed lock or barrier does.
+ */
+struct kdsm_state_arg {
+	__u8 state;
+	__u8 pad[7];
+	char error[KDSM_ERROR_LEN];
+};
+
 /* the queue lock on RDMA atomics (Devulapalli and Wyckoff, ICPP'05) */
 #define KDSM_LOCK_ATOMIC	0x1
 #define KDSM_LOCK_FLAGS		0x1
@@ -184,5 +203,6 @@ struct kdsm_lock_arg {
 #define KDSM_IOC_LOCK		_IOW(KDSM_IOC_MAGIC, 3, struct kdsm_lock_arg)
 #define KDSM_IOC_UNLOCK		_IOW(KDSM_IOC_MAGIC, 4, struct kdsm_lock_arg)
 #define KDSM_IOC_BARRIER	_IO(KDSM_IOC_MAGIC, 5)
+#define KDSM_IOC_STATE		_IOR(KDSM_IOC_MAGIC, 6, struct kdsm_state_arg)
 
 #endif /* _UAPI_KVERBS_KDSM_H */

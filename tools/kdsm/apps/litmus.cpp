@@ -33,6 +33,18 @@
 //                back at once; exactly one must succeed and the other get
 //                EPERM, and the cluster must stay up.
 //
+// Loss cases, for a node lost while the program runs (the harness deletes
+// a link or kills a guest): print "waiting", wait up to --hold-ms for this
+// node's cluster to fail, then meet the loss in one order:
+//
+//   lost-fault   first at a page this node never touched, homed at
+//                another node (SIGBUS, which libkdsm turns into its
+//                report);
+//   lost-sync    first at a barrier (EHOSTDOWN).
+//
+// Either way libkdsm must end the process with "kdsm: cluster failed:
+// <reason>" and status kdsm::exit_cluster_failed; returning is a failure.
+//
 // Variables sit on separate pages (odd ones, so that the test-only weak
 // mode, which skips invalidations of odd pages, reaches them) or, with
 // --same-page, on one.  Exit 0 when the outcome is as expected: no
@@ -99,6 +111,44 @@ int lock_case(kdsm::attachment &dsm, const app::options &o)
     return wrong ? 1 : 0;
 }
 
+// The loss cases; see the top of the file.
+int lost_case(kdsm::attachment &dsm, const app::options &o)
+{
+    std::printf("litmus %s: node %u waiting\n", o.test.c_str(), dsm.node());
+    std::fflush(stdout);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.hold_ms);
+    while (dsm.counters().state != KDSM_STATE_FAILED) {
+        if (std::chrono::steady_clock::now() > end) {
+            std::printf("litmus %s: the cluster did not fail in %u ms\n", o.test.c_str(),
+                        o.hold_ms);
+            return 1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (o.test == "lost-sync") {
+        dsm.barrier_all();
+        std::printf("litmus lost-sync: a barrier returned in a failed cluster\n");
+        return 1;
+    }
+    // The last page homed elsewhere: the collective allocator hands out
+    // pages from the start, so no program of this cluster touched it.
+    const unsigned nn = dsm.nnodes(), me = dsm.node();
+    auto home = [&](std::uint64_t p) {
+        return unsigned(dsm.block_placement() ? p * nn / dsm.npages() + 1 : p % nn + 1);
+    };
+    std::uint64_t page = dsm.npages() - 1;
+    while (page && home(page) == me)
+        page--;
+    std::printf("litmus lost-fault: node %u reads page %llu (home %u)\n", me,
+                static_cast<unsigned long long>(page), home(page));
+    std::fflush(stdout);
+    const volatile std::uint8_t *p = dsm.base() + page * dsm.page_size();
+    const unsigned v = *p;
+    std::printf("litmus lost-fault: page %llu read (%u) in a failed cluster\n",
+                static_cast<unsigned long long>(page), v);
+    return 1;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -109,6 +159,8 @@ int main(int argc, char **argv)
         const unsigned me = dsm.node();
         if (o.test == "hold" || o.test == "take" || o.test == "unlock-race")
             return lock_case(dsm, o);
+        if (o.test == "lost-fault" || o.test == "lost-sync")
+            return lost_case(dsm, o);
         int *x = place(dsm, nullptr);
         int *y = place(dsm, o.same_page ? x : nullptr);
         int *flag = o.same_page ? x + 32 : static_cast<int *>(dsm.allocate(sizeof(int), 0, true));

@@ -17,6 +17,13 @@
 
 namespace kdsm {
 
+// The exit status of a process whose cluster failed under it (a lost node,
+// this node leaving): libkdsm prints "kdsm: cluster failed: <reason>" and
+// exits with it, whether the program met the loss at a lock, a barrier
+// or a page that was only on the lost node (SIGBUS).  Documentation/
+// kdsm.rst, "Failure".
+inline constexpr int exit_cluster_failed = 3;
+
 class error : public std::system_error {
 public:
     error(int err, const std::string &what)

@@ -76,12 +76,20 @@ public:
     attachment(const attachment &) = delete;
     attachment &operator=(const attachment &) = delete;
 
+    // A failed cluster (EHOSTDOWN) ends the process as a lost page does:
+    // "kdsm: cluster failed: <reason>", status exit_cluster_failed.
     void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
     status counters();      // KDSM_CMD_GET
 
 private:
+    // failure.cpp: SIGBUS on this region, and EHOSTDOWN, end the process
+    // with the cluster's reason.
+    void watch_lost_pages();
+    void unwatch_lost_pages() noexcept;
+    void exit_if_failed(int err) const;
+
     int fd_ = -1;
     std::optional<control> ctl_;
 };
