@@ -349,6 +349,27 @@ u32 kverbs_ep_peer_node(const struct kverbs_ep *ep)
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_peer_node, KVERBS_NS);
 
 /**
+ * kverbs_ep_peer_addr - the peer's address
+ * @ep: endpoint
+ * @addr: out: the address the connection came from (accepted) or was
+ *	dialled to (connected), with its port
+ *
+ * Unlike the node id, which the peer writes into its own connection
+ * data, the address is what the RDMA CM saw; it is still only as
+ * trustworthy as the fabric (an address can be spoofed on RoCE), so a
+ * client authorises by it only as a floor.  Set before ->connected() and
+ * never changed.
+ *
+ * Context: any.
+ */
+void kverbs_ep_peer_addr(const struct kverbs_ep *ep,
+			 struct sockaddr_storage *addr)
+{
+	memcpy(addr, &ep->peer_addr, sizeof(*addr));
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_peer_addr, KVERBS_NS);
+
+/**
  * kverbs_ep_set_priv - attach a user pointer to an endpoint
  * @ep: endpoint
  * @priv: pointer, returned by kverbs_ep_priv()

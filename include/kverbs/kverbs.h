@@ -114,6 +114,8 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 int kverbs_ep_close(struct kverbs_ep *ep);
 
 u32 kverbs_ep_peer_node(const struct kverbs_ep *ep);
+void kverbs_ep_peer_addr(const struct kverbs_ep *ep,
+			 struct sockaddr_storage *addr);
 u32 kverbs_ep_max_send(const struct kverbs_ep *ep);
 void kverbs_ep_set_priv(struct kverbs_ep *ep, void *priv);
 void *kverbs_ep_priv(const struct kverbs_ep *ep);
