@@ -305,7 +305,7 @@ def main(args):
             def check(self, suite, what, ok, detail=""):
                 if not ok:
                     raise HarnessError(f"setup: {what}", str(detail))
-        suite_kmigrate._setup(_Res(), "bench", (a, b))
+        suite_kmigrate._setup(_Res(), "bench", (a, b), execs=(BENCH,))
         b.run(f"({OBSERVE} echo {ECHO_PORT} > /dev/null 2>&1 &)", timeout=30)
         a.run_checked(f"mkdir -p /tmp/criu-web && busybox httpd -p {TAR_PORT} "
                       "-h /tmp/criu-web", timeout=30)

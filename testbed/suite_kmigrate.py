@@ -48,13 +48,21 @@ def _files(mods):
     return files
 
 
-def _setup(res, name, nodes):
+POLICY = "/tmp/kmigrate-serve.conf"
+
+
+def _setup(res, name, nodes, execs=(SUM,)):
+    # Every node may start @execs on every other, as root (the guests'
+    # shell is root, and /dev/kmigrate is root's); nothing else.
+    rules = "".join(f"accept {m.ip} user 0:0 exec {' '.join(execs)}\\n"
+                    for m in nodes)
     for n in nodes:
         r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
                   f" && {CTL} start --addr {n.ip} --port {PORT}"
                   f" --node {n.index + 1} && mkdir -p {LOGS} && "
-                  f"({CTL} serve --log-dir {LOGS} --allow-root "
-                  "> /tmp/serve.out 2>&1 &)",
+                  f"printf '{rules}' > {POLICY} && "
+                  f"({CTL} serve --policy {POLICY} --log-dir {LOGS} "
+                  "--allow-root > /tmp/serve.out 2>&1 &)",
                   timeout=120)
         res.check(name, f"{n.name}: kmigrate loads and listens, the "
                   "spawner runs", r.rc == 0, r.out)
@@ -190,6 +198,21 @@ def _refusals(res, name, a, b):
     r = a.run("/kvlab/bin/kmigrate-thread " + f"{b.ip}:{PORT}", timeout=120)
     res.check(name, "a second thread is refused with a reason",
               r.rc == 0 and "thread" in r.out, r.out)
+    # Issue 25, finding 1: the destination's policy, not the source,
+    # decides what runs there.  The same program at a path no rule lists
+    # is refused at once (EACCES) and nothing is started.
+    r = a.run(f"cp {SUM} /tmp/kmigrate-other && /tmp/kmigrate-other --mb 1 "
+              f"--to {b.ip}:{PORT}", timeout=120)
+    r2 = b.run("sleep 1; pidof kmigrate-other || echo none; "
+               "grep refused /tmp/serve.out", timeout=60)
+    res.check(name, "a program no rule of the destination's policy lists "
+              "is refused with EACCES, nothing starts there, the process "
+              "finishes at the source",
+              re.search(r"hop 1 ret=-13\b", r.out) and
+              re.search(r"after sum=\S+ ok=1 host=" + a.name, r.out) and
+              "none" in r2.out and
+              f"lets {a.ip}:" in r2.out and "start /tmp/kmigrate-other" in
+              r2.out, r.out + r2.out)
     # nobody listens on that port: refused at once, the process goes on
     r = a.run(f"{SUM} --mb 1 --to {b.ip}:{PORT + 1}", timeout=120)
     res.check(name, "an unreachable destination: migrate() fails, the "

@@ -17,9 +17,12 @@
  * RESUMED if the process resumed.
  */
 #include <linux/cred.h>
+#include <linux/random.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+
+#include <crypto/algapi.h>	/* crypto_memneq() */
 
 #include "kmigrate-pri.h"
 #include "check.h"
@@ -189,8 +192,7 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 		kmig_arena_put(a);
 		goto refuse;
 	}
-	exec->uid = be32_to_cpu(p->uid);
-	exec->gid = be32_to_cpu(p->gid);
+	kverbs_ep_peer_addr(ep, &exec->peer);
 	exec->path_len = path_len;
 	exec->args_len = args_len;
 	exec->fp_len = fp_len;
@@ -386,8 +388,10 @@ long kmig_in_accept(struct kmigrate_incoming __user *uarg)
 		if (a) {
 			list_del_init(&a->in_node);
 			in->id = a->id;
-			in->uid = a->exec->uid;
-			in->gid = a->exec->gid;
+			get_random_bytes(a->exec->token, sizeof(a->exec->token));
+			memcpy(in->token, a->exec->token, sizeof(in->token));
+			BUILD_BUG_ON(sizeof(in->peer) != sizeof(a->exec->peer));
+			memcpy(&in->peer, &a->exec->peer, sizeof(in->peer));
 			in->path_len = a->exec->path_len;
 			in->args_len = a->exec->args_len;
 			memcpy(in->path, a->exec->path, a->exec->path_len);
@@ -409,12 +413,14 @@ out:
  * @arg: the request
  * @fp: its fingerprint, @arg->fp_len bytes
  *
- * A wrong fingerprint (another executable or other libraries) also
- * refuses the migration, with READY(EXDEV).
+ * Only the process the spawner started may attach: it presents the token
+ * ACCEPT gave the spawner, whatever its user (the spawner chose that by
+ * its own policy).  A wrong fingerprint (another executable or other
+ * libraries) also refuses the migration, with READY(EXDEV).
  *
  * Context: process.
  * Return: the arena with a reference for the session, or ERR_PTR:
- * -ENOENT (no such migration waiting), -EPERM (another user's), -EXDEV.
+ * -ENOENT (no such migration waiting), -EPERM (a wrong token), -EXDEV.
  */
 struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
 {
@@ -434,8 +440,7 @@ struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
 	if (!a)
 		goto out;
 	ret = -EPERM;
-	if (!capable(CAP_SYS_ADMIN) &&
-	    from_kuid_munged(&init_user_ns, current_uid()) != a->exec->uid)
+	if (crypto_memneq(arg->token, a->exec->token, sizeof(arg->token)))
 		goto out;
 	ret = -EXDEV;
 	if (arg->fp_len != a->exec->fp_len ||
@@ -458,6 +463,48 @@ struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg, const u8 *fp)
 out:
 	mutex_unlock(&kmig.lock);
 	return ret ? ERR_PTR(ret) : a;
+}
+
+/**
+ * kmig_in_spawn_refused - KMIGRATE_IOC_REFUSE: the spawner will not start
+ *	an accepted migration
+ * @arg: the migration and the status its source is told
+ *
+ * The source gets READY(@arg->status) at once, as for a wrong
+ * fingerprint, and frees nothing of its own; the arena goes with its
+ * connection.
+ *
+ * Context: process.
+ * Return: 0, -EINVAL (a status that is no errno), -ENOENT (no accepted
+ * migration waiting with that id).
+ */
+int kmig_in_spawn_refused(const struct kmigrate_refuse *arg)
+{
+	struct kmig_arena *a, *found = NULL;
+
+	if (!arg->status || arg->status >= MAX_ERRNO)
+		return -EINVAL;
+	mutex_lock(&kmig.lock);
+	list_for_each_entry(a, &kmig.arenas, node) {
+		if (a->id == arg->id && a->exec && a->accepted &&
+		    READ_ONCE(a->state) == KMIGRATE_ST_INCOMING) {
+			found = a;
+			break;
+		}
+	}
+	if (!found) {
+		mutex_unlock(&kmig.lock);
+		return -ENOENT;
+	}
+	a = found;
+	kfree(a->exec);
+	a->exec = NULL;
+	kmig_arena_get(a);
+	mutex_unlock(&kmig.lock);
+	kmig_count(KMIGRATE_S_IN_REFUSED, 1);
+	kmig_in_send_ready(a, arg->status);
+	kmig_arena_put(a);
+	return 0;
 }
 
 /**

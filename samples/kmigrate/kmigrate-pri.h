@@ -90,8 +90,8 @@ enum {
 
 /* What a destination got from PREPARE, for the spawner (freed on attach) */
 struct kmig_exec {
-	u32 uid;
-	u32 gid;
+	struct sockaddr_storage peer;	/* the source's address */
+	u8 token[KMIGRATE_TOKEN_LEN];	/* made at ACCEPT, for ATTACH */
 	u32 path_len;
 	u32 args_len;
 	u32 fp_len;
@@ -272,6 +272,7 @@ int kmig_in_recv(struct kmig_arena *a, int type, const void *msg, u32 len,
 		 enum kvmsg_ctx ctx);
 void kmig_in_down(struct kmig_arena *a);
 long kmig_in_accept(struct kmigrate_incoming __user *uarg);
+int kmig_in_spawn_refused(const struct kmigrate_refuse *arg);
 struct kmig_arena *kmig_in_attach(struct kmigrate_attach *arg,
 				  const u8 *fp);
 long kmig_in_resume(struct kmig_arena *a, struct kmigrate_resume __user *u);

@@ -207,7 +207,7 @@ static long kmig_dev_attach(struct kmig_session *s,
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.reserved || !arg.fp_len || arg.fp_len > KMIGRATE_FP_MAX)
+	if (!arg.fp_len || arg.fp_len > KMIGRATE_FP_MAX)
 		return -EINVAL;
 	if (copy_from_user(fp, u64_to_user_ptr(arg.fp), arg.fp_len))
 		return -EFAULT;
@@ -271,6 +271,15 @@ static long kmig_dev_ioctl(struct file *f, unsigned int cmd,
 		s->spawner = true;
 		mutex_unlock(&s->lock);
 		return kmig_in_accept(uarg);
+	}
+	if (cmd == KMIGRATE_IOC_REFUSE) {
+		struct kmigrate_refuse r;
+
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		if (copy_from_user(&r, uarg, sizeof(r)))
+			return -EFAULT;
+		return kmig_in_spawn_refused(&r);
 	}
 	mutex_lock(&s->lock);
 	switch (cmd) {

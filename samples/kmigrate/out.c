@@ -81,8 +81,6 @@ static struct kmig_prepare *kmig_out_build(struct kmig_arena *a,
 	p->npages = cpu_to_be32(a->npages);
 	p->mode = cpu_to_be32(arg->mode);
 	p->flags = cpu_to_be32(arg->flags);
-	p->uid = cpu_to_be32(from_kuid_munged(&init_user_ns, current_uid()));
-	p->gid = cpu_to_be32(from_kgid_munged(&init_user_ns, current_gid()));
 	p->path_len = cpu_to_be16(arg->path_len);
 	p->args_len = cpu_to_be16(arg->args_len);
 	p->fp_len = cpu_to_be16(arg->fp_len);

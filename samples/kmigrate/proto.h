@@ -62,8 +62,7 @@ struct kmig_prepare {
 	__be32 flags;
 	__be32 nkeys;
 	__be32 extent_shift;
-	__be32 uid;
-	__be32 gid;
+	__be32 unused_ids[2];	/* zero, never read: no credential travels */
 	__be16 path_len;
 	__be16 args_len;
 	__be16 fp_len;

@@ -9,13 +9,18 @@
 //   kmigrate status [--json]
 //   kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]
 //   kmigrate run [--] PROG [ARGS...]
-//   kmigrate serve [--log-dir DIR] [--once] [--allow-root]
+//   kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]
 //
 // `serve` is the destination's spawner: the kernel hands it each incoming
-// migration, and it starts the migrating program there (same executable,
-// same argv, randomisation off, KMIGRATE_INCOMING=<id>), whose libkmigrate
-// then takes the arena over.
+// migration with its source's address, and if a rule of the policy
+// (policy.hpp; default /etc/kverbs/kmigrate-serve.conf) lets that address
+// start that executable, it starts the migrating program there as the
+// rule's local account (same executable, same argv, randomisation off,
+// KMIGRATE_INCOMING=<id>:<token>), whose libkmigrate then takes the arena
+// over.  Anything else it refuses (KMIGRATE_IOC_REFUSE): the source is
+// told EACCES at once.
 #include "internal.hpp"
+#include "policy.hpp"
 
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kmigrate.h>
@@ -34,6 +39,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -50,7 +57,7 @@ using kmigrate::detail::format_sockaddr;
                  "       kmigrate status [--json]\n"
                  "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
                  "       kmigrate run [--] PROG [ARGS...]\n"
-                 "       kmigrate serve [--log-dir DIR] [--once] [--allow-root]\n");
+                 "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n");
     std::exit(2);
 }
 
@@ -409,9 +416,9 @@ void make_dirs(const std::string &dir)
                 fail(errno, "creating " + dir.substr(0, at));
 }
 
-// In the child: become the migrating process.
-[[noreturn]] void start_child(const kmigrate_incoming &in, const std::string &log, char **args,
-                              const sigset_t &mask)
+// In the child: become the migrating process, as @as.
+[[noreturn]] void start_child(const kmigrate_incoming &in, const kmigrate::serve::account &as,
+                              const std::string &log, char **args, const sigset_t &mask)
 {
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
@@ -431,36 +438,76 @@ void make_dirs(const std::string &dir)
         std::fprintf(stderr, "kmigrate serve: id %u: %s: %s\n", in.id, what, std::strerror(errno));
         ::_exit(127);
     };
+    // The policy's account, never anything the source said; the log is
+    // the account's.  Not root: load_policy() let only this account in.
     if (::geteuid() == 0) {
-        // the log belongs to the program's user; the ids as at the source
-        if (::fchown(out, in.uid, in.gid) < 0)
+        if (::fchown(out, as.uid, as.gid) < 0)
             die("chown log");
-        if (in.gid != ::getegid() || in.gid != ::getgid()) {
-            const gid_t g = in.gid;
-            if (::setgroups(1, &g) < 0 || ::setgid(in.gid) < 0)
-                die("setgid");
-        }
-        if (in.uid != ::geteuid() && ::setuid(in.uid) < 0)
+        if (!as.name.empty() ? ::initgroups(as.name.c_str(), as.gid) < 0
+                             : ::setgroups(1, &as.gid) < 0)
+            die("setting the supplementary groups");
+        if (::setgid(as.gid) < 0)
+            die("setgid");
+        if (::setuid(as.uid) < 0)
             die("setuid");
     }
     const int p = ::personality(0xffffffff);
     if (p == -1 || ::personality(static_cast<unsigned long>(p) | ADDR_NO_RANDOMIZE) == -1)
         die("personality(ADDR_NO_RANDOMIZE)");
-    if (::setenv("KMIGRATE_INCOMING", std::to_string(in.id).c_str(), 1) < 0)
+    char incoming[16 + 2 * KMIGRATE_TOKEN_LEN];
+    int at = std::snprintf(incoming, sizeof(incoming), "%u:", in.id);
+    for (unsigned i = 0; i < KMIGRATE_TOKEN_LEN; i++)
+        at += std::snprintf(incoming + at, sizeof(incoming) - static_cast<std::size_t>(at),
+                            "%02x", in.token[i]);
+    if (::setenv("KMIGRATE_INCOMING", incoming, 1) < 0)
         die("setenv");
     ::execv(in.path, args);
     die(in.path);
     ::_exit(127);  // not reached: die() ends the child
 }
 
+// Tell the kernel (and so the source, with READY(@err)) that @in will not
+// run, and log why.
+void refuse(int dev, const kmigrate_incoming &in, int err, const std::string &why)
+{
+    line l;
+    l << "id " << static_cast<long>(in.id) << " refused: " << why.c_str();
+    l.out();
+    kmigrate_refuse r{in.id, static_cast<std::uint32_t>(err)};
+    if (::ioctl(dev, KMIGRATE_IOC_REFUSE, &r) < 0 && errno != ENOENT)
+        fail(errno, "refusing a migration (REFUSE)");
+}
+
+std::vector<kmigrate::serve::rule> load_policy(const std::string &file, bool allow_root)
+{
+    std::ifstream f(file);
+    if (!f) {
+        if (errno != ENOENT)
+            fail(errno, "reading the policy " + file);
+        std::fprintf(stderr, "kmigrate serve: no policy %s: every migration will be refused\n",
+                     file.c_str());
+        return {};
+    }
+    std::ostringstream text;
+    text << f.rdbuf();
+    try {
+        return kmigrate::serve::parse_policy(text.str(), file, allow_root);
+    } catch (const std::runtime_error &e) {
+        std::fprintf(stderr, "kmigrate serve: %s\n", e.what());
+        std::exit(1);
+    }
+}
+
 int serve(int argc, char **argv)
 {
-    std::string dir = "/var/log/kmigrate";
+    std::string dir = "/var/log/kmigrate", policy = "/etc/kverbs/kmigrate-serve.conf";
     bool once = false, allow_root = false;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
         if (a == "--log-dir" && i + 1 < argc)
             dir = argv[++i];
+        else if (a == "--policy" && i + 1 < argc)
+            policy = argv[++i];
         else if (a == "--once")
             once = true;
         else if (a == "--allow-root")
@@ -468,6 +515,12 @@ int serve(int argc, char **argv)
         else
             usage();
     }
+    const std::vector<kmigrate::serve::rule> rules = load_policy(policy, allow_root);
+    if (::geteuid() != 0)
+        for (const auto &r : rules)
+            if (r.as.uid != ::geteuid())
+                fail(EPERM, policy + ":" + std::to_string(r.line) +
+                                ": another account than this one: kmigrate serve runs as root");
     const int dev = ::open(KMIGRATE_DEV, O_RDWR | O_CLOEXEC);
     if (dev < 0)
         fail(errno, KMIGRATE_DEV, errno == ENOENT ? "is kmigrate.ko loaded?" : "");
@@ -495,17 +548,20 @@ int serve(int argc, char **argv)
         if (in.path_len < 2 || in.path_len > sizeof(in.path) || in.path[in.path_len - 1] ||
             in.path[0] != '/' || !in.args_len || in.args_len > sizeof(in.args) ||
             in.args[in.args_len - 1]) {
-            line l;
-            l << "id " << static_cast<long>(in.id) << " refused: malformed path or arguments";
-            l.out();
+            refuse(dev, in, EINVAL, "malformed path or arguments");
+            if (once)
+                return 1;
             continue;
         }
-        // The peer names the user: root only when the operator said so.
-        if ((in.uid == 0 || in.gid == 0) && !allow_root) {
-            line l;
-            l << "id " << static_cast<long>(in.id)
-              << " refused: the process runs as root at its source (kmigrate serve --allow-root)";
-            l.out();
+        sockaddr_storage peer{};
+        std::memcpy(&peer, &in.peer, sizeof(peer));
+        const std::string from = format_sockaddr(&peer, sizeof(peer));
+        const kmigrate::serve::rule *rule = kmigrate::serve::authorise(rules, peer, in.path);
+        if (!rule) {
+            refuse(dev, in, EACCES, "no rule of " + policy + " lets " + from + " start " +
+                                        in.path);
+            if (once)
+                return 1;
             continue;
         }
         std::vector<char *> args;
@@ -517,7 +573,7 @@ int serve(int argc, char **argv)
         ::sigprocmask(SIG_BLOCK, &chld, nullptr);
         const pid_t pid = ::fork();
         if (pid == 0)
-            start_child(in, log, args.data(), old);
+            start_child(in, rule->as, log, args.data(), old);
         if (pid < 0) {
             const int err = errno;
             ::sigprocmask(SIG_SETMASK, &old, nullptr);
@@ -535,7 +591,9 @@ int serve(int argc, char **argv)
             once_pid = pid;
         line l;
         l << "id " << static_cast<long>(in.id) << " pid " << static_cast<long>(pid)
-          << " started " << in.path << " log " << log.c_str();
+          << " started " << in.path << " from " << from.c_str() << " as uid "
+          << static_cast<long>(rule->as.uid) << " (rule at line " << static_cast<long>(rule->line)
+          << ") log " << log.c_str();
         l.out();
         if (once) {
             while (once_status < 0)

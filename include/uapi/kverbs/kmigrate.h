@@ -155,40 +155,60 @@ struct kmigrate_freeze {
 	__u32 reserved;
 };
 
+/* bytes of a migration's attach token */
+#define KMIGRATE_TOKEN_LEN	16
+
 /**
  * struct kmigrate_incoming - KMIGRATE_IOC_ACCEPT: the next process to start
  * @id: the migration's id on this node, for KMIGRATE_IOC_ATTACH
- * @uid: the migrating process's uid at the source
- * @gid: its gid
  * @path_len: bytes of @path, with the NUL
  * @args_len: bytes of @args
  * @reserved: zero
- * @path: the executable, absolute, NUL-terminated
+ * @token: the secret KMIGRATE_IOC_ATTACH must present for @id, random,
+ *	made by this ACCEPT; only the spawner and the process it starts
+ *	learn it
+ * @peer: the source's address, as its connection arrived
+ * @path: the executable the source names, absolute, NUL-terminated
  * @args: its argv, NUL-terminated strings back to back
  *
- * The spawner (kmigrate serve) starts @path with @args, address space
- * randomisation off, and KMIGRATE_INCOMING=@id in its environment.
+ * Nothing here is a credential: the source's user is not passed on.  The
+ * spawner (kmigrate serve) decides by its own policy whether @peer may
+ * start @path and as which local account, and either starts it (address
+ * space randomisation off, KMIGRATE_INCOMING=@id:@token in hex in its
+ * environment) or refuses it with KMIGRATE_IOC_REFUSE.
  */
 struct kmigrate_incoming {
 	__u32 id;
-	__u32 uid;
-	__u32 gid;
 	__u32 path_len;
 	__u32 args_len;
 	__u32 reserved;
+	__u8 token[KMIGRATE_TOKEN_LEN];
+	struct __kernel_sockaddr_storage peer;
 	char path[KMIGRATE_PATH_MAX];
 	char args[KMIGRATE_ARGS_MAX];
 };
 
 /**
+ * struct kmigrate_refuse - KMIGRATE_IOC_REFUSE: the spawner will not start
+ *	an accepted migration
+ * @id: from struct kmigrate_incoming
+ * @status: the errno the source is told (READY), 1..4095, for example
+ *	EACCES (no rule of the policy allows it)
+ */
+struct kmigrate_refuse {
+	__u32 id;
+	__u32 status;
+};
+
+/**
  * struct kmigrate_attach - KMIGRATE_IOC_ATTACH: become a migration's process
  * @id: from KMIGRATE_INCOMING
- * @fp: user pointer: @fp_len bytes, equal to the source's
- * @fp_len: see @fp
+ * @fp_len: bytes at @fp
+ * @fp: user pointer: the executable's fingerprint, equal to the source's
  * @fd: out: the arena's descriptor, to map at @va as in kmigrate_create
- * @va: out
  * @npages: out
- * @reserved: zero
+ * @va: out
+ * @token: from KMIGRATE_INCOMING: the ACCEPT's @token
  */
 struct kmigrate_attach {
 	__u32 id;
@@ -197,7 +217,7 @@ struct kmigrate_attach {
 	__s32 fd;
 	__u32 npages;
 	__u64 va;
-	__u64 reserved;
+	__u8 token[KMIGRATE_TOKEN_LEN];
 };
 
 /**
@@ -240,6 +260,7 @@ struct kmigrate_move {
 #define KMIGRATE_IOC_RESUME	_IOWR(KMIGRATE_IOC_MAGIC, 0x64, struct kmigrate_resume)
 #define KMIGRATE_IOC_MOVE_TARGET	_IOR(KMIGRATE_IOC_MAGIC, 0x65, struct kmigrate_move)
 #define KMIGRATE_IOC_FREEZE	_IOW(KMIGRATE_IOC_MAGIC, 0x66, struct kmigrate_freeze)
+#define KMIGRATE_IOC_REFUSE	_IOW(KMIGRATE_IOC_MAGIC, 0x67, struct kmigrate_refuse)
 
 /* Generic netlink */
 enum {
@@ -314,6 +335,7 @@ enum {
 	KMIGRATE_S_MALFORMED,	/* peer messages rejected */
 	KMIGRATE_S_DOWNTIME_NS,	/* of the last migration out */
 	KMIGRATE_S_TOTAL_NS,	/* of the last migration out */
+	KMIGRATE_S_IN_REFUSED,	/* migrations the spawner refused (policy) */
 	__KMIGRATE_S_MAX,
 };
 

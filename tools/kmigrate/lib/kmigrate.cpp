@@ -15,6 +15,7 @@
 #include <sys/personality.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -268,20 +269,38 @@ int start(int argc, char **argv, int (*fn)(int, char **), const options &o)
     std::exit(1);
 }
 
-int incoming(const char *idstr)
+// KMIGRATE_INCOMING=<id>:<token in hex>, as kmigrate serve sets it.
+bool parse_incoming(const char *s, unsigned long *id, std::uint8_t *token)
 {
     char *end;
     errno = 0;
-    const unsigned long id = std::strtoul(idstr, &end, 10);
-    if (errno || *end || !*idstr || id > UINT32_MAX) {
-        say("KMIGRATE_INCOMING=%s is no migration id", idstr);
+    *id = std::strtoul(s, &end, 10);
+    if (errno || end == s || *end != ':' || *id > UINT32_MAX)
+        return false;
+    s = end + 1;
+    for (unsigned i = 0; i < KMIGRATE_TOKEN_LEN; i++) {
+        unsigned v;
+        if (!std::isxdigit(static_cast<unsigned char>(s[2 * i])) ||
+            !std::isxdigit(static_cast<unsigned char>(s[2 * i + 1])) ||
+            std::sscanf(s + 2 * i, "%2x", &v) != 1)
+            return false;
+        token[i] = static_cast<std::uint8_t>(v);
+    }
+    return s[2 * KMIGRATE_TOKEN_LEN] == '\0';
+}
+
+int incoming(const char *idstr)
+{
+    unsigned long id;
+    kmigrate_attach a{};
+    if (!parse_incoming(idstr, &id, a.token)) {
+        say("KMIGRATE_INCOMING is no migration id and token");
         std::exit(1);
     }
     ::unsetenv("KMIGRATE_INCOMING");  // not for the program's children
     g.session = ::open(KMIGRATE_DEV, O_RDWR | O_CLOEXEC);
     if (g.session < 0)
         incoming_failed(id, device_error(errno));
-    kmigrate_attach a{};
     a.id = static_cast<std::uint32_t>(id);
     a.fp = reinterpret_cast<std::uintptr_t>(g.fp);
     a.fp_len = g.fp_len;
@@ -289,6 +308,8 @@ int incoming(const char *idstr)
         incoming_failed(id, errno == EXDEV
                                 ? "attach: this executable or its libraries differ from the "
                                   "source's (fingerprint mismatch)"
+                            : errno == EPERM
+                                ? "attach: refused (not the process kmigrate serve started)"
                                 : std::string("attach: ") + std::strerror(errno));
     std::string why;
     if (!a.npages || a.npages > KMIGRATE_MAX_PAGES || a.va % page_size)

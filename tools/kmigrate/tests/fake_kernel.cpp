@@ -23,8 +23,10 @@
 #undef _FILE_OFFSET_BITS  // define open itself, not open64 under its name
 #include <kverbs/kmigrate.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
@@ -44,6 +46,9 @@ namespace {
 
 constexpr std::uint64_t spool_magic = 0x6b6d2d66616b6531ULL;
 constexpr std::size_t page = 4096;
+// the token of every fake migration (the kernel's are random)
+constexpr std::uint8_t fake_token[KMIGRATE_TOKEN_LEN] = {0x6b, 0x6d, 0x69, 0x67, 1, 2, 3, 4,
+                                                         5, 6, 7, 8, 9, 10, 11, 12};
 
 struct spool {
     std::uint64_t magic;
@@ -232,8 +237,10 @@ int do_migrate(const migration *m)
         static kmigrate_incoming q;
         q = {};
         q.id = static_cast<std::uint32_t>(id);
-        q.uid = ::getuid();
-        q.gid = ::getgid();
+        std::memcpy(q.token, fake_token, sizeof(q.token));
+        auto &peer = reinterpret_cast<sockaddr_in &>(q.peer);
+        peer.sin_family = AF_INET;
+        peer.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         q.path_len = m->path_len;
         q.args_len = m->args_len;
         std::memcpy(q.path, reinterpret_cast<const void *>(m->path), m->path_len);
@@ -254,7 +261,7 @@ int do_migrate(const migration *m)
     static char args[KMIGRATE_ARGS_MAX];
     static char *argv[256];
     static char *envp[1024];
-    static char incoming[64];
+    static char incoming[96];
     std::memcpy(exe, reinterpret_cast<const void *>(m->path), m->path_len);
     std::memcpy(args, reinterpret_cast<const void *>(m->args), m->args_len);
     unsigned argc = 0;
@@ -262,7 +269,10 @@ int do_migrate(const migration *m)
         argv[argc++] = args + at;
     argv[argc] = nullptr;
     unsigned envc = 0;
-    std::snprintf(incoming, sizeof(incoming), "KMIGRATE_INCOMING=%lu", id);
+    int at = std::snprintf(incoming, sizeof(incoming), "KMIGRATE_INCOMING=%lu:", id);
+    for (unsigned i = 0; i < KMIGRATE_TOKEN_LEN; i++)
+        at += std::snprintf(incoming + at, sizeof(incoming) - static_cast<std::size_t>(at),
+                            "%02x", fake_token[i]);
     envp[envc++] = incoming;
     for (char **e = environ; *e && envc < 1023; e++)
         if (std::strncmp(*e, "KMIGRATE_INCOMING=", 18))
@@ -281,6 +291,8 @@ int do_migrate(const migration *m)
 
 int do_attach(kmigrate_attach *a)
 {
+    if (std::memcmp(a->token, fake_token, sizeof(a->token)))
+        return fail(EPERM);
     char path[512];
     spool_path(path, sizeof(path), "mig-", a->id);
     const int fd = raw_open(path, O_RDONLY | O_CLOEXEC, 0);
@@ -430,6 +442,8 @@ int ioctl(int fd, unsigned long req, ...) noexcept
         return do_accept(static_cast<kmigrate_incoming *>(arg));
     case KMIGRATE_IOC_MOVE_TARGET:
         return do_move_target(static_cast<kmigrate_move *>(arg));
+    case KMIGRATE_IOC_REFUSE:
+        return 0;  // the fake source does not wait for READY
     default:
         return fail(ENOTTY);
     }

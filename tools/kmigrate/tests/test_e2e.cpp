@@ -246,8 +246,12 @@ TEST_F(EndToEnd, ServeStartsTheDestination)
     if (env("KMIGRATE_CLI").empty())
         GTEST_SKIP() << "KMIGRATE_CLI not set";
     const std::string logs = dir.path() + "/logs/deeper";
+    const std::string policy = dir.path() + "/policy.conf";
+    std::ofstream(policy) << "accept 127.0.0.0/8 user " << ::getuid() << ":" << ::getgid()
+                          << " exec /nowhere " << env("KMIGRATE_SUM") << "\n";
     const started serve = start(dir.path(), {env("KMIGRATE_CLI"), "serve", "--log-dir", logs,
-                                             "--once", "--allow-root"}, {});
+                                             "--policy", policy, "--once", "--allow-root"},
+                                {});
     const result src = run(dir.path(), {env("KMIGRATE_SUM"), "--mb", "4", "--to", "127.0.0.1"},
                            {{"KMIGRATE_FAKE_SERVE", "1"}});
     SCOPED_TRACE(src.out);
@@ -260,12 +264,45 @@ TEST_F(EndToEnd, ServeStartsTheDestination)
     const std::string id = field(srv.out, "id ([0-9]+) pid [0-9]+ started /");
     ASSERT_FALSE(id.empty());
     EXPECT_TRUE(std::regex_search(srv.out, std::regex("id " + id + " pid [0-9]+ exited status 0")));
+    EXPECT_TRUE(std::regex_search(srv.out, std::regex("id " + id + " pid [0-9]+ started .* from "
+                                                      "127\\.0\\.0\\.1.* as uid " +
+                                                      std::to_string(::getuid()) + " ")));
     std::ifstream f(logs + "/" + id + ".log");
     const std::string log((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     SCOPED_TRACE(log);
     EXPECT_NE(log.find("kmigrate-sum: hop 1 ret=0 "), std::string::npos);
     EXPECT_EQ(field(log, "after sum=([0-9a-f]+) ok=1 "),
               field(src.out, "before sum=([0-9a-f]+) "));
+}
+
+// Issue 25, finding 1: a source named the program, and its uid and gid,
+// and the spawner ran it.  Now only the destination's policy decides.
+TEST_F(EndToEnd, ServeRefusesWhatNoRuleAllows)
+{
+    if (env("KMIGRATE_CLI").empty())
+        GTEST_SKIP() << "KMIGRATE_CLI not set";
+    const std::string policy = dir.path() + "/policy.conf";
+    // the right program from another network, and another program from
+    // the right one
+    std::ofstream(policy) << "accept 10.9.0.0/16 user " << ::getuid() << ":" << ::getgid()
+                          << " exec " << env("KMIGRATE_SUM") << "\n"
+                          << "accept 127.0.0.1 user " << ::getuid() << ":" << ::getgid()
+                          << " exec /usr/bin/true\n";
+    for (const std::string &p : {policy, dir.path() + "/no-such-policy"}) {
+        const started serve = start(dir.path(), {env("KMIGRATE_CLI"), "serve", "--log-dir",
+                                                 dir.path() + "/logs", "--policy", p, "--once",
+                                                 "--allow-root"},
+                                    {});
+        const result src = run(dir.path(), {env("KMIGRATE_SUM"), "--mb", "4", "--to",
+                                            "127.0.0.1"},
+                               {{"KMIGRATE_FAKE_SERVE", "1"}});
+        const result srv = collect(serve);
+        SCOPED_TRACE(srv.out);
+        EXPECT_FALSE(exited_ok(srv.status));
+        EXPECT_NE(srv.out.find(" refused: no rule of " + p + " lets 127.0.0.1"),
+                  std::string::npos);
+        EXPECT_EQ(srv.out.find(" started "), std::string::npos);
+    }
 }
 
 TEST_F(EndToEnd, DifferentProgramCannotAttach)
