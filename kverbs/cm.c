@@ -19,6 +19,7 @@ static const char * const kverbs_cm_reasons[KVERBS_CM_REASON_MAX] = {
 	[KVERBS_CM_EMSG]	= "max message size out of bounds",
 	[KVERBS_CM_EBUSY]	= "no resources to accept",
 	[KVERBS_CM_ENOLISTEN]	= "not accepting connections",
+	[KVERBS_CM_EREFUSED]	= "refused by the listener's client",
 };
 
 /**

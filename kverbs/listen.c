@@ -75,6 +75,12 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 		goto reject;
 	}
 
+	if (dom->ops->authorize && dom->ops->authorize(dom, node, src)) {
+		kverbs_dom_log(info, dom, "node %u from %pISpc refused by the domain's client\n",
+			       node, src);
+		reason = KVERBS_CM_EREFUSED;
+		goto reject;
+	}
 	ep = kverbs_ep_alloc(dom);
 	if (IS_ERR(ep)) {
 		reason = KVERBS_CM_ENOLISTEN;

@@ -26,6 +26,8 @@ BINS = ("tools/kdsm/kdsmctl",) + tuple(
     f"tools/kdsm/apps/kdsm-{a}" for a in (*APPS, "litmus", "faults"))
 # the user-level DSM runs the same programs: testbed/udsm.py
 BINS += udsm.BINS
+# a user-space kverbs peer (tools/lib/kvwire) that claims any node id
+BINS += ("tools/kvping/kvping",)
 # kill or link loss to every survivor's report: RC retries (about 4 s), or
 # the next heartbeat's, then one ABORT; generous for TCG
 FAIL_BOUND_S = 20
@@ -269,6 +271,38 @@ def refusal_checks(res, suite, nodes):
               "\n---\n".join(outs))
 
 
+def claimed_id_check(res, suite, pair):
+    """Issue 25, finding 4: while a cluster forms, a connection claiming a
+    member's id from another address is refused before any endpoint
+    exists (kverbs' authorize hook), and the member itself then joins.
+    The claimant is node 1's own root shell through rxe loopback, a
+    user-space kverbs peer writing node id 2; before the fix node 1
+    accepted it as node 2 and granted it its region."""
+    n0, n1 = pair
+    n0.run("dmesg -c > /dev/null", timeout=30)
+    n0.run(f"{create_cmd(pair, n0, 64)} --join-ms 30000", timeout=30)
+    r = n0.run(f"/kvlab/bin/kvping --server-addr {n0.ip} --port 18600 "
+               "--node-id 2 --count 1 --timeout-ms 8000; echo rc=$?; "
+               "dmesg | grep -E 'refusing a connection|connected to node'",
+               timeout=60)
+    res.check(suite, "a connection claiming node 2 from node 1's address is "
+              "refused before any endpoint exists (KVERBS_CM_EREFUSED)",
+              "rc=3" in r.out and "KVERBS_CM_EREFUSED" in r.out and
+              f"refusing a connection from {n0.ip}" in r.out and
+              "claiming node 2" in r.out and
+              "connected to node 2" not in r.out, r.out)
+    n1.run(f"({create_cmd(pair, n1, 64)} --join-ms 30000 --wait; echo rc=$?)"
+           " > /tmp/create.out 2>&1 &", timeout=30)
+    r = n1.run("for i in $(seq 300); do grep -q rc= /tmp/create.out && "
+               "break; sleep 0.2; done; cat /tmp/create.out", timeout=120)
+    r0 = n0.run(f"{CTL} status", timeout=30)
+    res.check(suite, "after the refused claimant, node 2 itself joins and "
+              "the cluster forms", "rc=0" in r.out and
+              "state ready" in r0.out, r.out + r0.out)
+    for n in pair:
+        n.run(f"{CTL} delete", timeout=120)
+
+
 def slow_accept_check(res, suite, pair, pages=16384):
     """A dialer that gives up an attempt its acceptor already accepted
     dials again and the cluster forms (CI's kdsm8 failure: the acceptor
@@ -494,6 +528,7 @@ def kdsm_checks(res, suite, c, full=True):
     load(res, suite, four)
     if full:
         refusal_checks(res, suite, pair)
+        claimed_id_check(res, suite, pair)
         slow_accept_check(res, suite, pair)
 
     formed(res, suite, pair, "2-node cluster forms (full mesh, keys, READY)")

@@ -51,6 +51,15 @@ struct kvmsg_ops;
 
 /**
  * struct kverbs_domain_ops - connection callbacks of a domain
+ * @authorize: a connection request on one of the domain's listeners, its
+ *	connection data valid: return 0 to accept it, non-zero to refuse it
+ *	(the peer sees KVERBS_CM_EREFUSED).  @peer_node is what the peer
+ *	wrote into its own connection data; @peer is the address the RDMA
+ *	CM saw, as trustworthy as the fabric.  Runs before any endpoint,
+ *	QP or buffer exists for the request, so nothing of the client runs
+ *	for a refused peer.  NULL: every valid request is accepted.
+ *	Context: process (rdma_cm handler, under the listener's handler
+ *	lock); must not sleep on anything a peer controls.
  * @connected: an endpoint became usable: sends work from here on, on the
  *	accepting side too; no message callback for it runs before this
  *	returns.  Context: process (rdma_cm handler; for an accepted endpoint
@@ -63,6 +72,8 @@ struct kvmsg_ops;
  *	process (domain workqueue); may sleep.
  */
 struct kverbs_domain_ops {
+	int (*authorize)(struct kverbs_domain *dom, u32 peer_node,
+			 const struct sockaddr *peer);
 	void (*connected)(struct kverbs_ep *ep);
 	void (*disconnected)(struct kverbs_ep *ep, int err);
 };

@@ -26,6 +26,7 @@
 #include <linux/delay.h>
 #include <linux/in.h>
 #include <linux/in6.h>
+#include <net/ipv6.h>
 #include <linux/jiffies.h>
 #include <linux/log2.h>
 #include <linux/sched/signal.h>
@@ -327,6 +328,65 @@ static bool kdsm_peer_restart_locked(struct kdsm_cluster *kd,
 		p->lock_stale = p->lock_grant;
 	p->lock_grant = NULL;
 	return true;
+}
+
+/* The IPv4 address of @sa, also as an IPv4-mapped IPv6 one; false if none. */
+static bool kdsm_addr_v4(const struct sockaddr *sa, __be32 *a)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET) {
+		*a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+		return true;
+	}
+	if (sa->sa_family == AF_INET6 && ipv6_addr_v4mapped(&s6->sin6_addr)) {
+		*a = s6->sin6_addr.s6_addr32[3];
+		return true;
+	}
+	return false;
+}
+
+/* Whether @a and @b name one host (the port aside). */
+static bool kdsm_same_host(const struct sockaddr *a,
+			   const struct sockaddr *b)
+{
+	__be32 a4, b4;
+
+	if (kdsm_addr_v4(a, &a4) || kdsm_addr_v4(b, &b4))
+		return kdsm_addr_v4(a, &a4) && kdsm_addr_v4(b, &b4) && a4 == b4;
+	return a->sa_family == AF_INET6 && b->sa_family == AF_INET6 &&
+	       ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr);
+}
+
+/*
+ * A connection request, before any endpoint exists for it: a member only
+ * if it claims a node this one accepts (higher ids dial lower ones) and
+ * comes from that node's listed address.  The address is a floor, not
+ * authentication (it can be spoofed on RoCE), but no account of another
+ * host can now take a member's place by writing its id.  The peers'
+ * addresses are set before the listener exists and never change.
+ * Context: rdma_cm handler; does not sleep.
+ */
+static int kdsm_authorize(struct kverbs_domain *dom, u32 node,
+			  const struct sockaddr *from)
+{
+	struct kdsm_cluster *kd = kverbs_domain_priv(dom);
+	const struct sockaddr *listed;
+
+	if (node <= kd->geo.self || node > kd->geo.nnodes) {
+		pr_warn_ratelimited("node %u: refusing a connection from %pISpc claiming node %u: only nodes %u..%u dial here\n",
+				    kd->geo.self, from, node, kd->geo.self + 1,
+				    kd->geo.nnodes);
+		return -EPERM;
+	}
+	listed = (const struct sockaddr *)&kd->peers[node].addr;
+	if (!kdsm_same_host(from, listed)) {
+		pr_warn_ratelimited("node %u: refusing a connection from %pISpc claiming node %u, which is at %pISc\n",
+				    kd->geo.self, from, node, listed);
+		return -EPERM;
+	}
+	return 0;
 }
 
 static void kdsm_connected(struct kverbs_ep *ep)
@@ -735,6 +795,7 @@ static void kdsm_send_done(struct kverbs_ep *ep, void *cookie, int status)
 }
 
 static const struct kverbs_domain_ops kdsm_domain_ops = {
+	.authorize = kdsm_authorize,
 	.connected = kdsm_connected,
 	.disconnected = kdsm_disconnected,
 };

@@ -58,6 +58,7 @@ enum kverbs_cm_reason {
 	KVERBS_CM_EMSG = 7,		/* max_msg out of bounds */
 	KVERBS_CM_EBUSY = 8,		/* no resources to accept now */
 	KVERBS_CM_ENOLISTEN = 9,	/* nobody accepts this connection */
+	KVERBS_CM_EREFUSED = 10,	/* the listener's client refused this peer */
 	KVERBS_CM_REASON_MAX
 };
 

@@ -47,8 +47,9 @@ constexpr std::array<ReasonText, KVERBS_CM_REASON_MAX> reasons{{
     {"KVERBS_CM_EMSG", "max message size out of bounds"},
     {"KVERBS_CM_EBUSY", "no resources to accept"},
     {"KVERBS_CM_ENOLISTEN", "not accepting connections"},
+    {"KVERBS_CM_EREFUSED", "refused by the listener's client"},
 }};
-static_assert(KVERBS_CM_ENOLISTEN == 9 && KVERBS_CM_REASON_MAX == 10,
+static_assert(KVERBS_CM_EREFUSED == 10 && KVERBS_CM_REASON_MAX == 11,
               "reason table out of date with <kverbs/cm.h>");
 
 Parsed<Priv> refuse(kverbs_cm_reason r, std::string msg)
