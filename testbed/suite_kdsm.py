@@ -27,7 +27,7 @@ BINS = ("tools/kdsm/kdsmctl",) + tuple(
 # the user-level DSM runs the same programs: testbed/udsm.py
 BINS += udsm.BINS
 # a user-space kverbs peer (tools/lib/kvwire) that claims any node id
-BINS += ("tools/kvping/kvping",)
+BINS += ("tools/kvping/kvping", "/usr/bin/setpriv")
 # kill or link loss to every survivor's report: RC retries (about 4 s), or
 # the next heartbeat's, then one ABORT; generous for TCG
 FAIL_BOUND_S = 20
@@ -299,6 +299,12 @@ def claimed_id_check(res, suite, pair):
     res.check(suite, "after the refused claimant, node 2 itself joins and "
               "the cluster forms", "rc=0" in r.out and
               "state ready" in r0.out, r.out + r0.out)
+    # Issue 25, finding 8: the status holds what a forged HELLO needs
+    r = n0.run(f"setpriv --reuid 65534 --regid 65534 --clear-groups {CTL} "
+               "status; echo rc=$?", timeout=30)
+    res.check(suite, "kdsmctl status as an unprivileged user is refused "
+              "(CAP_NET_ADMIN)", "rc=1" in r.out and "needs CAP_NET_ADMIN"
+              in r.out and "pages" not in r.out, r.out)
     for n in pair:
         n.run(f"{CTL} delete", timeout=120)
 

@@ -27,7 +27,8 @@ from . import initramfs, kbuild
 MODS = ("kverbs.ko", "kvmem.ko", "kmigrate.ko")
 BINS = ("tools/kmigrate/kmigrate", "tools/kmigrate/apps/kmigrate-sum",
         "tools/kmigrate/apps/kmigrate-fd",
-        "tools/kmigrate/apps/kmigrate-thread")
+        "tools/kmigrate/apps/kmigrate-thread",
+        "/usr/bin/setpriv")     # absolute: util-linux, to drop privileges
 CTL = "/kvlab/bin/kmigrate"
 SUM = "/kvlab/bin/kmigrate-sum"
 LOGS = "/tmp/kmigrate"
@@ -213,6 +214,19 @@ def _refusals(res, name, a, b):
               "none" in r2.out and
               f"lets {a.ip}:" in r2.out and "start /tmp/kmigrate-other" in
               r2.out, r.out + r2.out)
+    # Issue 25, finding 8: MOVE (like START and STOP) needs CAP_SYS_ADMIN,
+    # not only the CAP_NET_ADMIN of GENL_ADMIN_PERM; GET (every user's
+    # pids, arenas, peers) needs CAP_NET_ADMIN.  Pid 1 has no arena: with
+    # the privilege the refusal would be another one.
+    r = a.run(f"setpriv --bounding-set -sys_admin {CTL} move 1 "
+              f"{b.ip}:{PORT}; echo rc=$?; setpriv --reuid 65534 --regid "
+              f"65534 --clear-groups {CTL} status; echo rc=$?", timeout=60)
+    res.check(name, "kmigrate move without CAP_SYS_ADMIN (root with "
+              "CAP_NET_ADMIN) and kmigrate status as an unprivileged user "
+              "are refused (EPERM)",
+              r.out.count("rc=1") == 2 and "needs CAP_SYS_ADMIN" in r.out
+              and "Operation not permitted" in r.out and
+              "running" not in r.out, r.out)
     # nobody listens on that port: refused at once, the process goes on
     r = a.run(f"{SUM} --mb 1 --to {b.ip}:{PORT + 1}", timeout=120)
     res.check(name, "an unreachable destination: migrate() fails, the "

@@ -256,6 +256,8 @@ static const struct genl_small_ops kdsm_genl_ops[] = {
 	{
 		.cmd = KDSM_CMD_GET,
 		.doit = kdsm_nl_get,
+		/* the geometry a forged HELLO needs, and peer addresses */
+		.flags = GENL_ADMIN_PERM,
 	},
 	{
 		.cmd = KDSM_CMD_DELETE,

@@ -59,12 +59,28 @@ static u32 kmig_addr_len(const struct sockaddr_storage *ss)
 					  sizeof(struct sockaddr_in6);
 }
 
+/*
+ * START, STOP and MOVE change what happens to processes on this node, as
+ * the documentation has always said: CAP_SYS_ADMIN, of the socket's opener
+ * as GENL_ADMIN_PERM checks CAP_NET_ADMIN (which alone let a caller move
+ * another user's process to its own node and read its heap there).
+ */
+static bool kmig_nl_admin(struct sk_buff *skb, struct genl_info *info)
+{
+	if (netlink_capable(skb, CAP_SYS_ADMIN))
+		return true;
+	NL_SET_ERR_MSG(info->extack, "needs CAP_SYS_ADMIN");
+	return false;
+}
+
 static int kmig_nl_start(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **at = info->attrs;
 	struct sockaddr_storage ss;
 	int ret;
 
+	if (!kmig_nl_admin(skb, info))
+		return -EPERM;
 	ret = kmig_nl_addr(at[KMIGRATE_A_ADDR], &ss, info->extack);
 	if (ret)
 		return ret;
@@ -82,8 +98,11 @@ static int kmig_nl_start(struct sk_buff *skb, struct genl_info *info)
 
 static int kmig_nl_stop(struct sk_buff *skb, struct genl_info *info)
 {
-	int ret = kmig_node_stop();
+	int ret;
 
+	if (!kmig_nl_admin(skb, info))
+		return -EPERM;
+	ret = kmig_node_stop();
 	if (ret)
 		NL_SET_ERR_MSG(info->extack, "kmigrate is not running");
 	return ret;
@@ -97,6 +116,8 @@ static int kmig_nl_move(struct sk_buff *skb, struct genl_info *info)
 	struct sockaddr_storage ss;
 	int ret;
 
+	if (!kmig_nl_admin(skb, info))
+		return -EPERM;
 	if (!at[KMIGRATE_A_PID]) {
 		NL_SET_ERR_MSG(info->extack, "a pid is required");
 		return -EINVAL;
@@ -242,7 +263,9 @@ static const struct genl_small_ops kmig_genl_ops[] = {
 	  .flags = GENL_ADMIN_PERM },
 	{ .cmd = KMIGRATE_CMD_STOP, .doit = kmig_nl_stop,
 	  .flags = GENL_ADMIN_PERM },
-	{ .cmd = KMIGRATE_CMD_GET, .doit = kmig_nl_get },
+	/* pids, arenas and peer addresses of every user: not for everyone */
+	{ .cmd = KMIGRATE_CMD_GET, .doit = kmig_nl_get,
+	  .flags = GENL_ADMIN_PERM },
 	{ .cmd = KMIGRATE_CMD_MOVE, .doit = kmig_nl_move,
 	  .flags = GENL_ADMIN_PERM },
 };

@@ -73,7 +73,7 @@ status control::get()
     std::vector<std::uint8_t> reply;
     const int err = request(m.finish(), &reply);
     if (err)
-        throw error(err, "get");
+        throw error(err, err == EPERM ? "status: needs CAP_NET_ADMIN" : "get");
     const kvgenl::attrs a = kvgenl::parse(reply.data(), reply.size());
     status s;
     s.state = kvgenl::attr<std::uint8_t>(a, KDSM_A_STATE);

@@ -2,7 +2,7 @@
 //
 // kmigrate: the operator's tool for process migration (samples/kmigrate),
 // over the generic netlink family "kmigrate" and /dev/kmigrate.  start,
-// stop and move need CAP_SYS_ADMIN.
+// stop and move need CAP_SYS_ADMIN, status CAP_NET_ADMIN.
 //
 //   kmigrate start [--addr ADDR] [--port PORT] [--node N]
 //   kmigrate stop
@@ -91,12 +91,13 @@ public:
     {
         return kvgenl::message(family_, cmd, KMIGRATE_GENL_VERSION);
     }
-    void run(kvgenl::message &m, const char *what, std::vector<std::uint8_t> *reply = nullptr)
+    // @cap: what an EPERM without the kernel's message means
+    void run(kvgenl::message &m, const char *what, std::vector<std::uint8_t> *reply = nullptr,
+             const char *cap = "needs CAP_SYS_ADMIN")
     {
         const int err = sock_.request(m.finish(), reply);
         if (err)
-            fail(err, what,
-                 sock_.last_ack().empty() && err == EPERM ? "needs CAP_SYS_ADMIN" : sock_.last_ack());
+            fail(err, what, sock_.last_ack().empty() && err == EPERM ? cap : sock_.last_ack());
     }
 
 private:
@@ -225,7 +226,7 @@ int status(bool json)
     ctl c;
     auto m = c.msg(KMIGRATE_CMD_GET);
     std::vector<std::uint8_t> reply;
-    c.run(m, "status", &reply);
+    c.run(m, "status", &reply, "needs CAP_NET_ADMIN");
     const auto a = kvgenl::parse(reply.data(), reply.size());
     const bool running = kvgenl::attr<std::uint8_t>(a, KMIGRATE_A_RUNNING);
     const auto node = kvgenl::attr<std::uint32_t>(a, KMIGRATE_A_NODE);

@@ -3,8 +3,8 @@
  * kdsm: the sequential-consistency DSM sample (samples/kdsm/).
  *
  * Control is the generic netlink family "kdsm": KDSM_CMD_CREATE makes
- * this node a member of a cluster (CAP_NET_ADMIN), KDSM_CMD_GET reports
- * its state and counters, KDSM_CMD_DELETE leaves (CAP_NET_ADMIN).  A
+ * this node a member of a cluster, KDSM_CMD_GET reports its state and
+ * counters, KDSM_CMD_DELETE leaves; each needs CAP_NET_ADMIN.  A
  * process attaches through /dev/kdsm: KDSM_IOC_ATTACH returns a
  * descriptor of the shared region to mmap() (MAP_SHARED, offset 0, the
  * whole region), and the locks and barriers are ioctls on that
@@ -27,7 +27,7 @@
 
 enum kdsm_cmd {
 	KDSM_CMD_UNSPEC,
-	KDSM_CMD_CREATE,	/* join a cluster; CAP_NET_ADMIN */
+	KDSM_CMD_CREATE,	/* join a cluster; CAP_NET_ADMIN, as all */
 	KDSM_CMD_GET,		/* state and counters */
 	KDSM_CMD_DELETE,	/* leave; CAP_NET_ADMIN */
 	__KDSM_CMD_MAX,

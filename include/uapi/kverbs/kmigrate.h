@@ -12,7 +12,7 @@
  * - The generic netlink family "kmigrate", for kmigrate(1): START listens
  *   for incoming migrations, STOP ends every migration, GET reports the
  *   arenas and counters, MOVE asks a process to migrate.  START, STOP and
- *   MOVE need CAP_SYS_ADMIN (a MOVE signals the process); GET does not.
+ *   MOVE need CAP_SYS_ADMIN (a MOVE signals the process), GET CAP_NET_ADMIN.
  *
  * Only page contents, a register context the kernel never interprets,
  * offsets and keys travel: no kernel or DMA address.  The arena's user
