@@ -176,6 +176,31 @@ static void kfc_kunit_readdir_reply(struct kunit *test)
 					      len), -EPROTO);
 }
 
+/*
+ * Issue 25, finding 6: the late answer to a READDIR whose caller was
+ * killed was checked against the size of an attribute reply, so any
+ * listing of three entries or more closed the mount's connection.
+ */
+static void kfc_kunit_late_reply(struct kunit *test)
+{
+	static const char *const many[] = { "one", "two", "three", "four",
+					    "five", "six", "seven", "eight" };
+	u8 *buf = kunit_kzalloc(test, KFC_MAX_MSG, GFP_KERNEL);
+	u32 len;
+
+	KUNIT_ASSERT_NOT_NULL(test, buf);
+	len = kfc_kunit_readdir(buf, many, 8, 8);
+	KUNIT_EXPECT_GT(test, len, (u32)sizeof(struct kfc_attr_reply));
+	KUNIT_EXPECT_EQ(test, kfc_check_late_reply(KFC_READDIR, buf, len), 0);
+	/* still every field checked */
+	len = kfc_kunit_readdir(buf, many, 8, 7);
+	KUNIT_EXPECT_EQ(test, kfc_check_late_reply(KFC_READDIR, buf, len),
+			-EPROTO);
+	len = kfc_kunit_readdir(buf, many, 8, 8);
+	KUNIT_EXPECT_EQ(test, kfc_check_late_reply(KFC_READDIR, buf,
+						   KFC_MAX_MSG + 1), -EPROTO);
+}
+
 static void kfc_kunit_readlink_reply(struct kunit *test)
 {
 	struct kfc_readlink_reply *r;
@@ -271,6 +296,7 @@ static struct kunit_case kfc_check_cases[] = {
 	KUNIT_CASE(kfc_kunit_attr_reply),
 	KUNIT_CASE(kfc_kunit_read_reply),
 	KUNIT_CASE(kfc_kunit_readdir_reply),
+	KUNIT_CASE(kfc_kunit_late_reply),
 	KUNIT_CASE(kfc_kunit_readlink_reply),
 	KUNIT_CASE(kfc_kunit_request),
 	KUNIT_CASE(kfc_kunit_name),

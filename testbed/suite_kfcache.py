@@ -325,6 +325,20 @@ def _bad_input(res, suite, srv, cli, mnt):
               r.out.count("rc=1") == 2 and "secret" not in
               r.out.replace("secret.txt", "") and
               "Permission denied" in r.out, r.out)
+    # Issue 25, finding 5: the server is not authenticated; by default its
+    # set-ID bits and device nodes give no one more than a plain file
+    srv.run_checked(f"mkdir -p {TREE}/untrusted && echo x > "
+                    f"{TREE}/untrusted/suid && chmod 6755 {TREE}/untrusted/suid"
+                    f" && mknod -m 666 {TREE}/untrusted/null c 1 3",
+                    timeout=30)
+    r = cli.run(f"cd {mnt}/untrusted; stat -c %a suid; cat null; echo rc=$?;"
+                " grep ' kfcache ' /proc/mounts", timeout=60)
+    srv.run(f"rm -rf {TREE}/untrusted", timeout=30)
+    res.check(suite, "set-ID bits from the server are dropped and its "
+              "device nodes do not open (no server_setid, server_devices)",
+              r.out.split("\n")[0].strip() == "555" and "rc=1" in r.out and
+              "Permission denied" in r.out and "server_setid" not in r.out,
+              r.out)
     size = 8 << 20
     r = cli.run(f"cd {mnt}; dd if=big.bin bs=4096 skip={size // 4096} "
                 "count=4 2>/dev/null | wc -c; "

@@ -154,4 +154,16 @@ static inline int kfc_check_reply(u8 op, u32 max, const void *msg, u32 len)
 	return -EPROTO;
 }
 
+/*
+ * kfc_check_late_reply - kfc_check_reply() for the answer to a request its
+ * caller gave up on (a killed `ls`): no reply buffer bounds it, only the
+ * mount's largest message, so a READDIR or READLINK answer of any length
+ * its op allows is well formed.  Dropping it must not close the
+ * connection that every user of the mount shares.
+ */
+static inline int kfc_check_late_reply(u8 op, const void *msg, u32 len)
+{
+	return kfc_check_reply(op, KFC_MAX_MSG, msg, len);
+}
+
 #endif /* _KFCACHE_CHECK_H */

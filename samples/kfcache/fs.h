@@ -34,6 +34,7 @@ struct kfc_sb {
 	bool dead;
 	bool closing;		/* unmounting: no FORGET */
 	unsigned int timeout_ms;
+	bool server_setid;	/* keep S_ISUID/S_ISGID (fs_super.c) */
 	struct sockaddr_storage addr;
 	char export[KFC_NAME_MAX];
 	u32 next_tag;

@@ -54,8 +54,13 @@ static void kfc_attr_set(struct inode *inode, const struct kfc_attr *a)
 	spin_lock(&inode->i_lock);
 	i_size_write(inode, be64_to_cpu(a->size));
 	spin_unlock(&inode->i_lock);
-	/* read-only: no permission on the client widens the server's */
+	/*
+	 * read-only: no permission on the client widens the server's; the
+	 * set-ID bits of an unauthenticated server only if the mount said so
+	 */
 	inode->i_mode = be32_to_cpu(a->mode) & ~0222;
+	if (!KFC_SB(inode->i_sb)->server_setid)
+		inode->i_mode &= ~(S_ISUID | S_ISGID);
 	set_nlink(inode, be32_to_cpu(a->nlink));
 	i_uid_write(inode, be32_to_cpu(a->uid));
 	i_gid_write(inode, be32_to_cpu(a->gid));

@@ -62,7 +62,7 @@ static int kfc_fs_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		u8 op = xa_to_value(call);
 
 		atomic64_inc(&s->late);
-		if (kfc_check_reply(op, sizeof(*r), h, len))
+		if (kfc_check_late_reply(op, h, len))
 			goto malformed;
 		if ((op == KFC_LOOKUP || op == KFC_MOUNT) && !h->status)
 			kfc_forget(s, be64_to_cpu(r->attr.handle), 1);

@@ -56,14 +56,26 @@ struct kfc_fs_params {
 	u16 port;
 	unsigned int timeout_ms;
 	unsigned int inflight;
+	bool server_setid;
+	bool server_devices;
 };
 
-enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT };
+enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT, KFC_OPT_SETID,
+       KFC_OPT_DEVICES };
 
+/*
+ * The server is not authenticated, so by default nothing it says widens
+ * what a local account may do: set-user-ID and set-group-ID bits are
+ * dropped and device nodes do not open (SB_I_NODEV), as nosuid,nodev do
+ * for NFS and FUSE.  "server_setid" and "server_devices" keep them, for a
+ * server the operator trusts.
+ */
 static const struct fs_parameter_spec kfc_fs_params_spec[] = {
 	fsparam_u32("port", KFC_OPT_PORT),
 	fsparam_u32("timeout", KFC_OPT_TIMEOUT),
 	fsparam_u32("inflight", KFC_OPT_INFLIGHT),
+	fsparam_flag("server_setid", KFC_OPT_SETID),
+	fsparam_flag("server_devices", KFC_OPT_DEVICES),
 	{}
 };
 
@@ -100,6 +112,12 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalfc(fc, "inflight must be 1..%d pages",
 				       8 * KFC_READ_MAX_PAGES);
 		p->inflight = result.uint_32;
+		break;
+	case KFC_OPT_SETID:
+		p->server_setid = true;
+		break;
+	case KFC_OPT_DEVICES:
+		p->server_devices = true;
 		break;
 	}
 	return 0;
@@ -174,6 +192,10 @@ static int kfc_show_options(struct seq_file *m, struct dentry *root)
 	seq_printf(m, ",port=%u,timeout=%u,inflight=%u",
 		   ntohs(((struct sockaddr_in *)&s->addr)->sin_port),
 		   s->timeout_ms, s->inflight_max);
+	if (s->server_setid)
+		seq_puts(m, ",server_setid");
+	if (!(root->d_sb->s_iflags & SB_I_NODEV))
+		seq_puts(m, ",server_devices");
 	return 0;
 }
 
@@ -252,6 +274,7 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	strscpy(s->export, p->export, sizeof(s->export));
 	s->timeout_ms = p->timeout_ms;
 	s->inflight_max = p->inflight;
+	s->server_setid = p->server_setid;
 	init_waitqueue_head(&s->inflight_wait);
 	spin_lock_init(&s->forget_lock);
 	INIT_LIST_HEAD(&s->forgets);
@@ -259,6 +282,8 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	xa_init_flags(&s->calls, XA_FLAGS_ALLOC1 | XA_FLAGS_LOCK_BH);
 	sb->s_fs_info = s;
 	sb->s_flags |= SB_RDONLY | SB_NOSEC;
+	if (!p->server_devices)
+		sb->s_iflags |= SB_I_NODEV;
 	sb->s_magic = KFC_MAGIC;
 	sb->s_op = &kfc_sops;
 	sb->s_d_op = &kfc_dentry_ops;
