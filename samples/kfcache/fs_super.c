@@ -60,8 +60,10 @@ struct kfc_fs_params {
 	bool server_devices;
 };
 
-enum { KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT, KFC_OPT_SETID,
-       KFC_OPT_DEVICES };
+enum {
+	KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT, KFC_OPT_SETID,
+	KFC_OPT_DEVICES,
+};
 
 /*
  * The server is not authenticated, so by default nothing it says widens
