@@ -300,8 +300,8 @@ def claimed_id_check(res, suite, pair):
               "the cluster forms", "rc=0" in r.out and
               "state ready" in r0.out, r.out + r0.out)
     # Issue 25, finding 8: the status holds what a forged HELLO needs
-    r = n0.run(f"setpriv --reuid 65534 --regid 65534 --clear-groups {CTL} "
-               "status; echo rc=$?", timeout=30)
+    r = n0.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+               f"--clear-groups {CTL} status; echo rc=$?", timeout=30)
     res.check(suite, "kdsmctl status as an unprivileged user is refused "
               "(CAP_NET_ADMIN)", "rc=1" in r.out and "needs CAP_NET_ADMIN"
               in r.out and "pages" not in r.out, r.out)

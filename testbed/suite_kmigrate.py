@@ -218,8 +218,8 @@ def _refusals(res, name, a, b):
     # not only the CAP_NET_ADMIN of GENL_ADMIN_PERM; GET (every user's
     # pids, arenas, peers) needs CAP_NET_ADMIN.  Pid 1 has no arena: with
     # the privilege the refusal would be another one.
-    r = a.run(f"setpriv --bounding-set -sys_admin {CTL} move 1 "
-              f"{b.ip}:{PORT}; echo rc=$?; setpriv --reuid 65534 --regid "
+    r = a.run(f"/kvlab/bin/setpriv --bounding-set -sys_admin {CTL} move 1 "
+              f"{b.ip}:{PORT}; echo rc=$?; /kvlab/bin/setpriv --reuid 65534 --regid "
               f"65534 --clear-groups {CTL} status; echo rc=$?", timeout=60)
     res.check(name, "kmigrate move without CAP_SYS_ADMIN (root with "
               "CAP_NET_ADMIN) and kmigrate status as an unprivileged user "

@@ -45,6 +45,7 @@ static void kfc_attr_set(struct inode *inode, const struct kfc_attr *a)
 	struct kfc_inode *ki = KFC_I(inode);
 	struct timespec64 mt = ns_to_timespec64(be64_to_cpu(a->mtime_ns));
 	struct timespec64 ct = ns_to_timespec64(be64_to_cpu(a->ctime_ns));
+	umode_t mode;
 
 	ki->change = be64_to_cpu(a->change);
 	ki->mtime_ns = be64_to_cpu(a->mtime_ns);
@@ -58,9 +59,11 @@ static void kfc_attr_set(struct inode *inode, const struct kfc_attr *a)
 	 * read-only: no permission on the client widens the server's; the
 	 * set-ID bits of an unauthenticated server only if the mount said so
 	 */
-	inode->i_mode = be32_to_cpu(a->mode) & ~0222;
+	mode = be32_to_cpu(a->mode) & ~0222;
 	if (!KFC_SB(inode->i_sb)->server_setid)
-		inode->i_mode &= ~(S_ISUID | S_ISGID);
+		mode &= ~(S_ISUID | S_ISGID);
+	/* one store: a concurrent exec of a live inode never sees the bits */
+	WRITE_ONCE(inode->i_mode, mode);
 	set_nlink(inode, be32_to_cpu(a->nlink));
 	i_uid_write(inode, be32_to_cpu(a->uid));
 	i_gid_write(inode, be32_to_cpu(a->gid));

@@ -482,7 +482,7 @@ int kmig_in_spawn_refused(const struct kmigrate_refuse *arg)
 {
 	struct kmig_arena *a, *found = NULL;
 
-	if (!arg->status || arg->status >= MAX_ERRNO)
+	if (!arg->status || arg->status >= MAX_ERRNO)	/* 1..4094 */
 		return -EINVAL;
 	mutex_lock(&kmig.lock);
 	list_for_each_entry(a, &kmig.arenas, node) {
@@ -501,6 +501,8 @@ int kmig_in_spawn_refused(const struct kmigrate_refuse *arg)
 	a->exec = NULL;
 	kmig_arena_get(a);
 	mutex_unlock(&kmig.lock);
+	/* no longer counts against KMIG_MAX_ARRIVING: refusals cannot fill it */
+	kmig_in_unqueue(a);
 	kmig_count(KMIGRATE_S_IN_REFUSED, 1);
 	kmig_in_send_ready(a, arg->status);
 	kmig_arena_put(a);

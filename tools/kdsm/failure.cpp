@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 
@@ -44,6 +45,13 @@ struct region_slot {
 };
 
 region_slot slots[max_regions];
+static_assert(std::atomic<std::uintptr_t>::is_always_lock_free &&
+              std::atomic<std::size_t>::is_always_lock_free &&
+              std::atomic<int>::is_always_lock_free && std::atomic<bool>::is_always_lock_free,
+              "the signal handler reads these");
+// The first thread to report; any other (a SIGBUS on a second thread, an
+// EHOSTDOWN meanwhile) waits for the exit, so one report is printed.
+std::atomic<bool> reporting{false};
 struct sigaction previous;  // written once, before the handler is installed
 std::once_flag installed;
 
@@ -67,12 +75,16 @@ void say(const char *s)
     kdsm_state_arg st{};
     const int saved = errno;
 
-    if (::ioctl(fd, KDSM_IOC_STATE, &st) == 0 && st.state == KDSM_STATE_FAILED) {
+    if (reporting.exchange(true))
+        for (;;)
+            ::pause();
+    const int ret = ::ioctl(fd, KDSM_IOC_STATE, &st);
+    if (ret == 0 && st.state == KDSM_STATE_FAILED) {
         st.error[sizeof(st.error) - 1] = '\0';
         say("kdsm: cluster failed: ");
         say(st.error[0] ? st.error : "(no reason recorded)");
         say("\n");
-    } else if (errno == ENODEV) {
+    } else if (ret < 0 && errno == ENODEV) {
         say("kdsm: cluster failed: this node left the cluster under the program\n");
     } else {
         // READY: the node could not run the fault (no memory).
@@ -86,9 +98,12 @@ void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
     const auto a = reinterpret_cast<std::uintptr_t>(si->si_addr);
 
+    // Only a fault has an address (si_code > 0); a kill(2) of SIGBUS is
+    // the program's business.  1 marks a slot being filled.
     for (region_slot &s : slots) {
         const std::uintptr_t b = s.base.load(std::memory_order_acquire);
-        if (b && a >= b && a - b < s.bytes.load(std::memory_order_relaxed))
+        if (si->si_code > 0 && b > 1 && a >= b &&
+            a - b < s.bytes.load(std::memory_order_relaxed))
             report_and_exit(s.fd.load(std::memory_order_relaxed));
     }
     // Not ours: what the program had before libkdsm.
@@ -96,6 +111,8 @@ void on_sigbus(int sig, siginfo_t *si, void *uc)
         previous.sa_sigaction(sig, si, uc);
         return;
     }
+    if (previous.sa_handler == SIG_IGN && si->si_code <= 0)
+        return;  // an ignored kill(2) stays ignored; a fault cannot be
     if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
         previous.sa_handler(sig);
         return;
@@ -141,15 +158,27 @@ void attachment::unwatch_lost_pages() noexcept
 
     for (region_slot &s : slots) {
         std::uintptr_t expect = b;
-        if (b && s.base.compare_exchange_strong(expect, 0, std::memory_order_acq_rel))
+        if (b && s.base.compare_exchange_strong(expect, 0, std::memory_order_acq_rel)) {
+            s.bytes.store(0, std::memory_order_relaxed);
             return;
+        }
     }
 }
 
 void attachment::exit_if_failed(int err) const
 {
-    if (err == EHOSTDOWN)
-        report_and_exit(fd_);
+    if (err != EHOSTDOWN)
+        return;
+    std::fflush(nullptr);  // not a signal handler: keep what was printed
+    report_and_exit(fd_);
+}
+
+unsigned attachment::state() const
+{
+    kdsm_state_arg st{};
+    if (::ioctl(fd_, KDSM_IOC_STATE, &st) < 0)
+        throw error(errno, "state");
+    return st.state;
 }
 
 }  // namespace kdsm

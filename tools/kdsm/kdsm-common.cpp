@@ -93,6 +93,8 @@ void mutex::unlock() noexcept
     } catch (const std::exception &e) {
         // Only a failed cluster refuses an unlock (EHOSTDOWN): the data
         // the lock guards is gone with it, so stop rather than go on.
+        // (libkdsm's attachment ends the process itself with the
+        // cluster's reason before this; libudsm's throws.)
         std::fprintf(stderr, "kdsm: %s\n", e.what());
         std::_Exit(3);
     }

@@ -519,7 +519,7 @@ int serve(int argc, char **argv)
     const std::vector<kmigrate::serve::rule> rules = load_policy(policy, allow_root);
     if (::geteuid() != 0)
         for (const auto &r : rules)
-            if (r.as.uid != ::geteuid())
+            if (r.as.uid != ::geteuid() || r.as.gid != ::getegid())
                 fail(EPERM, policy + ":" + std::to_string(r.line) +
                                 ": another account than this one: kmigrate serve runs as root");
     const int dev = ::open(KMIGRATE_DEV, O_RDWR | O_CLOEXEC);
@@ -578,9 +578,9 @@ int serve(int argc, char **argv)
         if (pid < 0) {
             const int err = errno;
             ::sigprocmask(SIG_SETMASK, &old, nullptr);
-            line l;
-            l << "id " << static_cast<long>(in.id) << " fork failed: " << std::strerror(err);
-            l.out();
+            refuse(dev, in, EAGAIN, std::string("fork failed: ") + std::strerror(err));
+            if (once)
+                return 1;
             continue;
         }
         for (child &c : children)

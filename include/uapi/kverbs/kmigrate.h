@@ -192,7 +192,7 @@ struct kmigrate_incoming {
  * struct kmigrate_refuse - KMIGRATE_IOC_REFUSE: the spawner will not start
  *	an accepted migration
  * @id: from struct kmigrate_incoming
- * @status: the errno the source is told (READY), 1..4095, for example
+ * @status: the errno the source is told (READY), 1..4094, for example
  *	EACCES (no rule of the policy allows it)
  */
 struct kmigrate_refuse {

@@ -117,7 +117,7 @@ int lost_case(kdsm::attachment &dsm, const app::options &o)
     std::printf("litmus %s: node %u waiting\n", o.test.c_str(), dsm.node());
     std::fflush(stdout);
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(o.hold_ms);
-    while (dsm.counters().state != KDSM_STATE_FAILED) {
+    while (dsm.state() != KDSM_STATE_FAILED) {
         if (std::chrono::steady_clock::now() > end) {
             std::printf("litmus %s: the cluster did not fail in %u ms\n", o.test.c_str(),
                         o.hold_ms);

@@ -297,7 +297,10 @@ int incoming(const char *idstr)
         say("KMIGRATE_INCOMING is no migration id and token");
         std::exit(1);
     }
-    ::unsetenv("KMIGRATE_INCOMING");  // not for the program's children
+    // not for the program's children, and the token not left readable in
+    // /proc/<pid>/environ (unsetenv does not touch the original block)
+    ::explicit_bzero(const_cast<char *>(idstr), std::strlen(idstr));
+    ::unsetenv("KMIGRATE_INCOMING");
     g.session = ::open(KMIGRATE_DEV, O_RDWR | O_CLOEXEC);
     if (g.session < 0)
         incoming_failed(id, device_error(errno));

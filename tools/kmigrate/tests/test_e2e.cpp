@@ -248,7 +248,8 @@ TEST_F(EndToEnd, ServeStartsTheDestination)
     const std::string logs = dir.path() + "/logs/deeper";
     const std::string policy = dir.path() + "/policy.conf";
     std::ofstream(policy) << "accept 127.0.0.0/8 user " << ::getuid() << ":" << ::getgid()
-                          << " exec /nowhere " << env("KMIGRATE_SUM") << "\n";
+                          << " exec /nowhere "
+                          << std::filesystem::canonical(env("KMIGRATE_SUM")).string() << "\n";
     const started serve = start(dir.path(), {env("KMIGRATE_CLI"), "serve", "--log-dir", logs,
                                              "--policy", policy, "--once", "--allow-root"},
                                 {});
@@ -285,7 +286,8 @@ TEST_F(EndToEnd, ServeRefusesWhatNoRuleAllows)
     // the right program from another network, and another program from
     // the right one
     std::ofstream(policy) << "accept 10.9.0.0/16 user " << ::getuid() << ":" << ::getgid()
-                          << " exec " << env("KMIGRATE_SUM") << "\n"
+                          << " exec " << std::filesystem::canonical(env("KMIGRATE_SUM")).string()
+                          << "\n"
                           << "accept 127.0.0.1 user " << ::getuid() << ":" << ::getgid()
                           << " exec /usr/bin/true\n";
     for (const std::string &p : {policy, dir.path() + "/no-such-policy"}) {

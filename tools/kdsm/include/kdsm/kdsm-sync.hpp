@@ -44,9 +44,10 @@ private:
 // the kernel (KDSM_IOC_LOCK), so the kernel sees one request per node, for
 // the kernel lock or the queue lock (@kind).  EOPNOTSUPP from lock(): no
 // RDMA atomics on the way to the queue lock's word.
-// lock() throws kdsm::error (the cluster failed, or the task was killed);
-// unlock() cannot fail but in a failed cluster, and then ends the process
-// (exit status 3), as a barrier that cannot complete does.
+// lock() throws kdsm::error (the task was killed, a bad id); in a failed
+// cluster lock(), unlock() and a barrier end the process with the
+// cluster's reason and exit status 3 (kdsm::exit_cluster_failed), as a
+// page lost with its node does (libudsm: lock() throws there too).
 class mutex {
 public:
     mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)

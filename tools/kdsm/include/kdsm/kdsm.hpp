@@ -81,7 +81,8 @@ public:
     void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
-    status counters();      // KDSM_CMD_GET
+    status counters();      // KDSM_CMD_GET: CAP_NET_ADMIN
+    unsigned state() const; // KDSM_STATE_*, for anyone attached (KDSM_IOC_STATE)
 
 private:
     // failure.cpp: SIGBUS on this region, and EHOSTDOWN, end the process

@@ -45,6 +45,8 @@ public:
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
     status counters();
+    // libudsm has no failed state: a lost peer ends the process at once
+    unsigned state() const { return KDSM_STATE_READY; }
 
 private:
     std::unique_ptr<udsm::node> n_;
