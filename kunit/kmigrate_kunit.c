@@ -191,6 +191,9 @@ static void kmig_kunit_small_check(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);
 	r.status = cpu_to_be32(EPERM);
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);
+	/* the spawner's refusal (KMIGRATE_IOC_REFUSE) */
+	r.status = cpu_to_be32(EACCES);
+	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), 0);
 	r.status = 0;
 	r.reserved = cpu_to_be32(1);
 	KUNIT_EXPECT_EQ(test, kmig_check_ready(&r, sizeof(r)), -EPROTO);

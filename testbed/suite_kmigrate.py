@@ -52,7 +52,8 @@ def _files(mods):
 POLICY = "/tmp/kmigrate-serve.conf"
 
 
-def _setup(res, name, nodes, execs=(SUM,)):
+def _setup(res, name, nodes, execs=(SUM, "/kvlab/bin/kmigrate-fd",
+                                    "/kvlab/bin/kmigrate-thread")):
     # Every node may start @execs on every other, as root (the guests'
     # shell is root, and /dev/kmigrate is root's); nothing else.
     rules = "".join(f"accept {m.ip} user 0:0 exec {' '.join(execs)}\\n"

@@ -157,6 +157,9 @@ static inline int kmig_check_ready(const struct kmig_ready *r, u32 len)
 	case ENOMEM:
 	case EOPNOTSUPP:
 	case EBUSY:
+	case EACCES:	/* the spawner's policy (KMIGRATE_IOC_REFUSE) */
+	case EINVAL:
+	case EAGAIN:
 		return 0;
 	}
 	return -EPROTO;

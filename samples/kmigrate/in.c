@@ -475,14 +475,16 @@ out:
  * connection.
  *
  * Context: process.
- * Return: 0, -EINVAL (a status that is no errno), -ENOENT (no accepted
+ * Return: 0, -EINVAL (a status READY cannot carry), -ENOENT (no accepted
  * migration waiting with that id).
  */
 int kmig_in_spawn_refused(const struct kmigrate_refuse *arg)
 {
 	struct kmig_arena *a, *found = NULL;
 
-	if (!arg->status || arg->status >= MAX_ERRNO)	/* 1..4094 */
+	/* what READY may carry (kmig_check_ready()) */
+	if (arg->status != EACCES && arg->status != EINVAL &&
+	    arg->status != EAGAIN)
 		return -EINVAL;
 	mutex_lock(&kmig.lock);
 	list_for_each_entry(a, &kmig.arenas, node) {

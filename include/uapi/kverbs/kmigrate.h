@@ -192,8 +192,9 @@ struct kmigrate_incoming {
  * struct kmigrate_refuse - KMIGRATE_IOC_REFUSE: the spawner will not start
  *	an accepted migration
  * @id: from struct kmigrate_incoming
- * @status: the errno the source is told (READY), 1..4094, for example
- *	EACCES (no rule of the policy allows it)
+ * @status: the errno the source is told (READY): EACCES (no rule of the
+ *	policy allows it), EINVAL (a malformed path or argv) or EAGAIN (the
+ *	spawner could not start it now)
  */
 struct kmigrate_refuse {
 	__u32 id;

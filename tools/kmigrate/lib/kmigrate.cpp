@@ -380,6 +380,10 @@ std::string explain(int err, const std::string &dest)
     case EXDEV:
         return "the destination's executable or libraries differ from this node's "
                "(fingerprint mismatch)";
+    case EACCES:
+        return "the destination " + dest +
+               " refused it: no rule of its kmigrate serve policy lets this node start "
+               "this executable there";
     case ECONNREFUSED:
     case ECONNRESET:
     case EHOSTUNREACH:
