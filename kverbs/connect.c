@@ -55,8 +55,12 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	dom->cq_used += b->cqes;
 	ep->cq_reserved = true;
 
-	/* Our own PD: what is granted on this connection stays on it. */
-	ep->pd = ib_alloc_pd(dom->kdev->ibdev, 0);
+	/*
+	 * Our own PD: what is granted on this connection stays on it.  Named
+	 * after the domain (its client), as the CQ and the cm_ids are, for
+	 * `rdma res`: the name lives in the domain, which outlives them.
+	 */
+	ep->pd = __ib_alloc_pd(dom->kdev->ibdev, 0, dom->name);
 	if (IS_ERR(ep->pd)) {
 		ret = PTR_ERR(ep->pd);
 		ep->pd = NULL;
@@ -326,8 +330,8 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 	trace_kverbs_ep_connect(ep, 0);
 
-	id = rdma_create_id(&init_net, kverbs_cm_handler, ep, RDMA_PS_TCP,
-			    IB_QPT_RC);
+	id = __rdma_create_kernel_id(&init_net, kverbs_cm_handler, ep,
+				     RDMA_PS_TCP, IB_QPT_RC, dom->name);
 	if (IS_ERR(id)) {
 		ret = PTR_ERR(id);
 		goto fail;

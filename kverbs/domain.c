@@ -176,7 +176,8 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	ret = kverbs_domain_map_regions(dom, ibdev);
 	if (ret)
 		goto out_put;
-	dom->cq = ib_alloc_cq_any(ibdev, dom, cq_size, IB_POLL_SOFTIRQ);
+	dom->cq = __ib_alloc_cq_any(ibdev, dom, cq_size, IB_POLL_SOFTIRQ,
+				    dom->name);
 	if (IS_ERR(dom->cq)) {
 		ret = PTR_ERR(dom->cq);
 		goto out_regions;

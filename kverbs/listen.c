@@ -149,8 +149,9 @@ static struct rdma_cm_id *kverbs_listener_new_id(struct kverbs_listener *l)
 	struct rdma_cm_id *id;
 	int ret;
 
-	id = rdma_create_id(&init_net, kverbs_listener_cm_handler, l,
-			    RDMA_PS_TCP, IB_QPT_RC);
+	/* named after the domain; accepted ids inherit the name */
+	id = __rdma_create_kernel_id(&init_net, kverbs_listener_cm_handler, l,
+				     RDMA_PS_TCP, IB_QPT_RC, l->dom->name);
 	if (IS_ERR(id))
 		return id;
 	ret = rdma_bind_addr(id, (struct sockaddr *)&l->addr);

@@ -641,6 +641,14 @@ def _rdma_res_qp(res, suite, n0):
                             re.search(r"\bstate RTS\b", l) for l in ours)
     res.check(suite, "rdma res show qp lists the endpoint's QP, type RC, "
               "state RTS", ok, r.out)
+    # Issue 27: an operator tells clients apart: the PD, the CQ and the
+    # cm_ids carry the domain's (the client's) name, not kverbs'
+    r = n0.run("rdma res show pd; rdma res show cq; rdma res show cm_id",
+               timeout=30)
+    res.check(suite, "rdma res names the kping server's PD, CQ and cm_ids "
+              "after its domain ([kping-server]), none [kverbs]",
+              len(re.findall(r"\[kping-server\]", r.out)) >= 3 and
+              "[kverbs]" not in r.out, r.out)
 
 
 def _krdma(res, suite, n0, n1):
