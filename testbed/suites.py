@@ -57,8 +57,20 @@ def suite_unit(res):
     if junit.exists():
         import xml.etree.ElementTree as ET
         for tc in ET.parse(junit).getroot().iter("testcase"):
+            name = f"{tc.get('classname')}.{tc.get('name')}"
             bad = tc.find("failure") is not None or tc.find("error") is not None
-            res.add("unit", f"{tc.get('classname')}.{tc.get('name')}", not bad)
+            skipped = tc.find("skipped")
+            if skipped is not None and not bad:
+                # exit 77 or GTEST_SKIP: counted as a skip, with its reason
+                out = tc.find("system-out")
+                said = (skipped.get("message") or
+                        (out.text if out is not None and out.text else "")
+                        ).strip().splitlines()
+                why = next((ln for ln in said if "SKIP" in ln), None) or \
+                    (said[-1] if said else "skipped, no reason given")
+                res.skip("unit", name, why)
+                continue
+            res.add("unit", name, not bad)
 
 
 # ------------------------------------------------------------ harness tests
