@@ -151,7 +151,14 @@ def kmigrate_checks(res, name, c, kill=True):
               s1["fault_pages"] > s0["fault_pages"] and
               s1["prefetch_pages"] == s0["prefetch_pages"], (s0, s1))
 
+    s0 = _status(b)["stats"]
     _migrate_once(res, name, a, b, "pre-copy A -> B", "--precopy")
+    s1 = _status_when(b, lambda s: not s.get("arenas"))["stats"]
+    # issue 26, item 7: pre-copy was never checked to fault nothing
+    res.check(name, "pre-copy: every page came before the process ran (no "
+              "page pulled on a fault) and the migration completed",
+              s1["fault_pages"] == s0["fault_pages"] and
+              s1["in_done"] == s0["in_done"] + 1, (s0, s1))
 
     # A -> B -> A: the final log is A's
     _clear_logs((a, b))
