@@ -42,6 +42,18 @@ def add():
     return src
 
 
+def src_dir():
+    """Where the operator's source tree lives (dkms add)."""
+    return Path(f"/usr/src/{PACKAGE}-{version()}")
+
+
+def kept_symvers(abi):
+    """The Module.symvers scripts/dkms.postbuild kept for kernel @abi."""
+    arch = run(["uname", "-m"]).stdout.strip()
+    return Path(f"/var/lib/dkms/{PACKAGE}/{version()}/{abi}/{arch}/"
+                "Module.symvers")
+
+
 def install(abi):
     """dkms build + install for kernel `abi`; return {name: installed path}."""
     ver = version()

@@ -228,18 +228,18 @@ def doc_example(rst):
     return "\n".join(code).strip() + "\n"
 
 
-def client_module_builds(k, kverbs_build):
+def client_module_builds(k, kverbs_build, include=None, tag="tree"):
     """Build the documented echo server the way a client module author
-    would: its own directory, -I our include/ and nothing else (no probe
-    results), modpost against kverbs' Module.symvers.  A missing namespace
-    import fails modpost."""
-    d = build_dir() / "client-module" / k.abi
+    would: its own directory, -I our include/ (or @include) and nothing
+    else (no probe results), modpost against kverbs' Module.symvers in
+    @kverbs_build.  A missing namespace import fails modpost."""
+    d = build_dir() / "client-module" / tag / k.abi
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     (d / "echo.c").write_text(doc_example(REPO / "Documentation" /
                                           "kverbs-api.rst"))
     (d / "Kbuild").write_text(f"obj-m := echo.o\n"
-                              f"ccflags-y := -I{REPO / 'include'}\n")
+                              f"ccflags-y := -I{include or REPO / 'include'}\n")
     p = run(["make", "-C", str(k.headers), f"M={d}", "W=1",
              f"KBUILD_EXTRA_SYMBOLS={kverbs_build / 'Module.symvers'}",
              "modules"], timeout=300, check=False)
@@ -273,6 +273,21 @@ def suite_dkms(res, kernels):
             p = run(["modinfo", "-F", "vermagic", str(path)])
             res.check("dkms", f"{name} vermagic matches {k.abi}",
                       p.stdout.split()[0] == k.abi, p.stdout)
+        # Issue 27: a client builds against the installed kverbs alone:
+        # the Module.symvers DKMS kept (scripts/dkms.postbuild) and the
+        # headers in /usr/src, no path into the checkout
+        kept = dkms.kept_symvers(k.abi)
+        syms = kept.read_text() if kept.exists() else ""
+        res.check("dkms", f"DKMS keeps Module.symvers for {k.abi}, every "
+                  "export in the KVERBS namespace",
+                  "\tkvmsg_send\t" in syms and all(
+                      "\tKVERBS" in l for l in syms.splitlines() if l),
+                  f"{kept}: {syms[:500]}")
+        if syms:
+            ok, why = client_module_builds(k, kept.parent, dkms.src_dir() /
+                                           "include", tag="dkms")
+            res.check("dkms", "the documented echo server builds against "
+                      f"the DKMS-installed kverbs only, {k.abi}", ok, why)
 
 
 # -------------------------------------------------------------------- KUnit
