@@ -119,7 +119,11 @@ def scan_text(text, path="<console>"):
 
 
 def scan(path):
+    """The findings of the console log at @path.  A log that is missing or
+    empty is a finding itself: a guest that booted always printed, so
+    nothing to scan means the scan cannot vouch for the run."""
     path = Path(path)
-    if not path.exists():
-        return []
+    if not path.exists() or path.stat().st_size == 0:
+        return [Finding(str(path), 0, "missing console log",
+                        "no console output to scan")]
     return scan_text(path.read_text(errors="replace"), str(path))

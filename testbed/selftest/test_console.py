@@ -6,6 +6,7 @@ dependency chains...); clean_boot.log is a debug-kernel boot and KUnit
 run that must yield nothing.  Run: python3 -m unittest
 testbed.selftest.test_console
 """
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -141,6 +142,19 @@ class Headlines(unittest.TestCase):
                 "[    0.4] Kernel command line: console=ttyS0 panic=-1 "
                 "oops=panic\n")
         self.assertEqual(kinds(text), [])
+
+
+class MissingLog(unittest.TestCase):
+    # issue 26, item 7: a missing console log passed the scanner
+    def test_missing_or_empty_log_is_a_finding(self):
+        with tempfile.TemporaryDirectory() as d:
+            missing = Path(d) / "node0.console.log"
+            found = console.scan(missing)
+            self.assertEqual([f.kind for f in found], ["missing console log"])
+            missing.write_text("")
+            self.assertEqual(len(console.scan(missing)), 1)
+            missing.write_text("Linux version 6.1.0\n")
+            self.assertEqual(console.scan(missing), [])
 
 
 class CallTraceWindow(unittest.TestCase):
