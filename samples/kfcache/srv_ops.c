@@ -318,8 +318,19 @@ static struct folio *kfc_srv_folio(struct file *file, pgoff_t index,
 	}
 	if (folio || !may_sleep)
 		return folio;
-	if (file->f_mapping->a_ops->read_folio)
-		return read_mapping_folio(file->f_mapping, index, file);
+	if (file->f_mapping->a_ops->read_folio) {
+		/*
+		 * As filemap_read() and filemap_fault() do: a folio added to
+		 * the page cache under the shared invalidate_lock cannot
+		 * land in a range that a hole punch or truncate (holding it
+		 * exclusive) has emptied but not yet unmapped on disk, which
+		 * would leave stale data cached (issue 25, finding 7).
+		 */
+		filemap_invalidate_lock_shared(file->f_mapping);
+		folio = read_mapping_folio(file->f_mapping, index, file);
+		filemap_invalidate_unlock_shared(file->f_mapping);
+		return folio;
+	}
 	/* tmpfs reads through shmem, a hole included; nothing else can */
 	if (file_inode(file)->i_sb->s_magic == TMPFS_MAGIC) {
 		struct page *page = shmem_read_mapping_page_gfp(file->f_mapping,
