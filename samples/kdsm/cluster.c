@@ -351,9 +351,10 @@ static bool kdsm_same_host(const struct sockaddr *a,
 			   const struct sockaddr *b)
 {
 	__be32 a4, b4;
+	bool a_v4 = kdsm_addr_v4(a, &a4), b_v4 = kdsm_addr_v4(b, &b4);
 
-	if (kdsm_addr_v4(a, &a4) || kdsm_addr_v4(b, &b4))
-		return kdsm_addr_v4(a, &a4) && kdsm_addr_v4(b, &b4) && a4 == b4;
+	if (a_v4 || b_v4)
+		return a_v4 && b_v4 && a4 == b4;
 	return a->sa_family == AF_INET6 && b->sa_family == AF_INET6 &&
 	       ipv6_addr_equal(&((const struct sockaddr_in6 *)a)->sin6_addr,
 			       &((const struct sockaddr_in6 *)b)->sin6_addr);
