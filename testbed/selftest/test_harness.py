@@ -367,6 +367,39 @@ class SuiteNames(unittest.TestCase):
             self.assertRegex(n, r"^[a-z][a-z0-9_]*$")
 
 
+class Rotation(unittest.TestCase):
+    """CI's share of `./kvlab test --full`: the core plus one group."""
+
+    def test_every_suite_once(self):
+        from testbed import cli
+        flat = cli.CORE_SUITES + [s for g in cli.ROTATION for s in g]
+        self.assertEqual(len(flat), len(set(flat)))
+        self.assertEqual(sorted(flat), sorted(cli.SUITES))
+
+    def test_consecutive_commits_walk_every_group(self):
+        from testbed import cli
+        seen = set()
+        for n in range(100, 100 + len(cli.ROTATION)):
+            done = subprocess.CompletedProcess([], 0, stdout=f"{n}\n")
+            with mock.patch("subprocess.run", return_value=done):
+                g, why = cli.rotation_group()
+            self.assertIn(str(n), why)
+            seen.add(g)
+        self.assertEqual(seen, set(range(len(cli.ROTATION))))
+
+    def test_explicit_group_checked(self):
+        from testbed import cli
+        self.assertEqual(cli.rotation_group(1)[0], 1)
+        with self.assertRaises(HarnessError):
+            cli.rotation_group(len(cli.ROTATION))
+
+    def test_suite_excludes_full(self):
+        from testbed import cli
+        with self.assertRaises(SystemExit):
+            with redirect_stdout(io.StringIO()):
+                cli.main(["test", "--suite", "unit", "--full"])
+
+
 class ResultsSkips(unittest.TestCase):
     def test_skip_counted_and_listed(self):
         res = Results()
