@@ -87,8 +87,20 @@ static void kverbs_grant_wr_done(void *ctx, int status)
 }
 
 /*
+ * How long a grant's registrations or invalidations may take.  They are
+ * local operations, but they queue behind the endpoint's earlier WRs,
+ * which a live peer acknowledges within the RC retry bound (about 4 s,
+ * kverbs_conn_param()).  A completion later than this is taken as lost
+ * (rxe on 6.1 with two CPUs has lost a LOCAL_INV's) or as a peer that
+ * holds the queue: the endpoint is failed, its drain flushes every WR
+ * still on the queue, and that flush ends the wait.
+ */
+#define KVERBS_LOCAL_WR_TIMEOUT	(10 * HZ)
+
+/*
  * Post one REG_MR (@reg) or LOCAL_INV for each MR of @g and wait for them
- * all.  Bounded: each completes or, once the endpoint fails, is flushed.
+ * all.  Bounded: each completes within KVERBS_LOCAL_WR_TIMEOUT, or the
+ * endpoint fails and its teardown's drain flushes them.
  */
 static int kverbs_grant_post_all(struct kverbs_grant *g, bool reg)
 {
@@ -129,8 +141,17 @@ static int kverbs_grant_post_all(struct kverbs_grant *g, bool reg)
 			kverbs_op_put(ep, op);
 		}
 	}
-	if (!atomic_dec_and_test(&g->pending))
+	if (!atomic_dec_and_test(&g->pending) &&
+	    !wait_for_completion_timeout(&g->wr_done, KVERBS_LOCAL_WR_TIMEOUT)) {
+		kverbs_ep_log(err, ep,
+			      "%s of %u keys not complete after %u s; closing the connection\n",
+			      reg ? "registration" : "invalidation", g->nmr,
+			      KVERBS_LOCAL_WR_TIMEOUT / HZ);
+		atomic64_inc(&ep->stat_errors);
+		kverbs_ep_fail(ep, -ETIMEDOUT);
 		wait_for_completion(&g->wr_done);
+		ret = -ETIMEDOUT;
+	}
 	return ret ?: g->status;
 }
 
