@@ -26,7 +26,13 @@
  *   scope      the key of a grant for this connection must not work on a
  *              second connection to the same server;
  *   large      against a server with @large: read pages of its @count MiB
- *              region across its extents, each holding its index.
+ *              region across its extents, each holding its index;
+ *   leave      @count messages sent at once, then close without waiting
+ *              for the echoes (against @keep: the server's deferred
+ *              handling is busy when its teardown runs);
+ *   nodone     a read, a page read and an atomic without a completion
+ *              callback are refused (-EINVAL) before anything is posted,
+ *              and the connection still reads.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -59,7 +65,7 @@ module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive depth");
 static char *scenario = "echo";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope or large");
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave or nodone");
 static uint count = 100;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "client: round trips or cycles");
@@ -486,6 +492,21 @@ static int kvtest_echo(struct kverbs_ep *ep, struct kvtest_client *c, u32 n)
 	return 0;
 }
 
+/* @count messages, then the caller closes: no echo is waited for. */
+static int kvtest_leave(struct kverbs_ep *ep)
+{
+	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
+	int ret;
+
+	for (m.seq = 0; m.seq < count; m.seq++) {
+		ret = kvtest_send(ep, &m, 0);
+		if (ret)
+			return ret;
+	}
+	pr_info("leave: %u messages sent, closing without waiting\n", count);
+	return 0;
+}
+
 /*
  * @depth unsignaled 64 KiB writes and @depth sends, nothing waited for: a
  * write stays in the send queue until the peer acknowledged all of it, so
@@ -611,6 +632,47 @@ out:
 }
 
 /*
+ * The device writes a read's or an atomic's result into our memory when it
+ * executes it; without a callback the caller could never learn when, so
+ * kverbs refuses them.  Each refusal must come before anything is posted:
+ * the connection then still reads.
+ */
+static int kvtest_nodone(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	struct kvtest_mem mem = {};
+	struct kverbs_rdma_op op = {};
+	int r1, r2, r3, ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	ret = kvtest_mem_alloc(&mem, 1, 0);
+	if (ret)
+		return ret;
+	op.local = mem.region;
+	op.remote = c->msg.remote;
+	op.len = PAGE_SIZE;
+	r1 = kverbs_rdma_read(ep, &op, 0);
+	r2 = kverbs_rdma_read_pages(ep, mem.pages, 1, &c->msg.remote, NULL,
+				    NULL, 0);
+	r3 = kverbs_atomic_fetch_add(ep, &op, 1, 0);
+	if (r1 != -EINVAL || r2 != -EINVAL ||
+	    (r3 != -EINVAL && r3 != -EOPNOTSUPP)) {
+		pr_err("nodone: read %d, page read %d, atomic %d; want -EINVAL\n",
+		       r1, r2, r3);
+		ret = -EPROTO;
+		goto out;
+	}
+	ret = kvtest_read(ep, &mem, 0, &c->msg.remote, PAGE_SIZE);
+	if (!ret)
+		pr_info("nodone: refused (%d, %d, %d) and the connection reads\n",
+			r1, r2, r3);
+out:
+	kvtest_mem_free(&mem);
+	return ret;
+}
+
+/*
  * The server's @large MiB region, granted in extents: read the first and
  * last page of several extents, each holding its own index.
  */
@@ -705,6 +767,10 @@ static int kvtest_client(void)
 		ret = kvtest_scope(ep, &c, &dst);
 	} else if (!strcmp(scenario, "large")) {
 		ret = kvtest_large_read(ep, &c);
+	} else if (!strcmp(scenario, "leave")) {
+		ret = kvtest_leave(ep);
+	} else if (!strcmp(scenario, "nodone")) {
+		ret = kvtest_nodone(ep, &c);
 	} else if (!strcmp(scenario, "greet")) {
 		ret = kvtest_wait(&c, KVTEST_GREETING, 0);
 		if (!ret && c.received != 1)

@@ -136,6 +136,19 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
 	/*
+	 * The passive side answers with no more than the request offered:
+	 * reads and atomics we may have outstanding are at most what the
+	 * peer can take as a responder, and we keep no responder resources
+	 * beyond the reads it may issue.  More would let our reads overrun
+	 * the peer's responder (a fatal NAK on a strict device).
+	 */
+	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags)) {
+		param->responder_resources = min_t(u8, param->responder_resources,
+						   ep->peer_initiator_depth);
+		param->initiator_depth = min_t(u8, param->initiator_depth,
+					       ep->peer_responder_resources);
+	}
+	/*
 	 * On IB and RoCE, a peer that vanished fails an endpoint that sends
 	 * to it after KVERBS_RETRY + 1 transmissions an ack timeout apart
 	 * (module parameter ack_timeout, default 17: 7 x 0.54 s, about 4 s).

@@ -15,8 +15,9 @@
 
 /*
  * The last reference may go in softirq (a kept receive released, a send
- * reclaimed) or in a work item of the domain's own workqueue (a teardown),
- * where destroy_workqueue() must not run: free from kverbs_wq instead,
+ * reclaimed) or in a work item of one of the domain's own workqueues (a
+ * teardown), where destroy_workqueue() must not run: free from kverbs_wq
+ * instead,
  * which module exit drains.
  */
 static void kverbs_domain_free_work(struct work_struct *work)
@@ -24,6 +25,7 @@ static void kverbs_domain_free_work(struct work_struct *work)
 	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
 						 free_work);
 
+	destroy_workqueue(dom->down_wq);
 	destroy_workqueue(dom->wq);
 	kfree(dom);
 }
@@ -111,7 +113,13 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	 */
 	dom->wq = alloc_workqueue("kverbs-%s", WQ_HIGHPRI | WQ_MEM_RECLAIM, 0,
 				  dom->name);
-	if (!dom->wq) {
+	dom->down_wq = alloc_workqueue("kvdown-%s", WQ_MEM_RECLAIM, 0,
+				       dom->name);
+	if (!dom->wq || !dom->down_wq) {
+		if (dom->wq)
+			destroy_workqueue(dom->wq);
+		if (dom->down_wq)
+			destroy_workqueue(dom->down_wq);
 		kfree(dom);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -235,8 +243,8 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 			kverbs_ep_fail(ep, -ENODEV);
 	mutex_unlock(&dom->lock);
 
-	/* Teardown runs on dom->wq; once flushed, no endpoint uses the CQ. */
-	flush_workqueue(dom->wq);
+	/* Teardowns run on down_wq; once flushed, no endpoint uses the CQ. */
+	flush_workqueue(dom->down_wq);
 	kverbs_test_delay(unbind);
 
 	mutex_lock(&dom->lock);
@@ -290,7 +298,7 @@ void kverbs_domain_destroy(struct kverbs_domain *dom)
 	list_for_each_entry(ep, &dom->eps, dom_node)
 		kverbs_ep_fail(ep, -ESHUTDOWN);
 	mutex_unlock(&dom->lock);
-	flush_workqueue(dom->wq);
+	flush_workqueue(dom->down_wq);
 
 	kverbs_domain_unbind(dom);
 	kverbs_debugfs_remove_domain(dom);

@@ -264,7 +264,15 @@ struct kverbs_domain {
 	struct list_head regions;
 	struct list_head dev_node;
 	bool dying;
+	/*
+	 * Two workqueues, so that a teardown may wait for the endpoint's
+	 * deferred handling: @wq runs kvmsg's deferral (the message path),
+	 * @down_wq the endpoints' teardowns, which flush it.  A flush of a
+	 * work on the workqueue the flusher runs on could wait behind itself
+	 * in the rescuer under memory pressure.
+	 */
 	struct workqueue_struct *wq;
+	struct workqueue_struct *down_wq;
 	struct dentry *debugfs;
 	const struct kverbs_domain_ops *ops;
 	void *priv;
@@ -374,6 +382,9 @@ struct kverbs_ep {
 	u32 peer_node;
 	u16 peer_depth;
 	u32 peer_max_msg;
+	/* A passive endpoint's RDMA READ/atomic depths the request offered. */
+	u8 peer_initiator_depth;
+	u8 peer_responder_resources;
 	struct sockaddr_storage peer_addr;
 	void *priv;
 

@@ -7,8 +7,10 @@
  *
  * Each operation takes an operation slot of the endpoint's send queue and
  * goes through the ledger (sq.c), so it counts for selective signaling
- * like any message: without a @done callback it is posted unsignaled and
- * reclaimed by a later completion.
+ * like any message: a write without a @done callback is posted unsignaled
+ * and reclaimed by a later completion.  A read or an atomic must have one:
+ * the device writes local memory when it executes them, and only their
+ * own completion tells the caller when that is over.
  */
 #include "kverbs-pri.h"
 
@@ -31,13 +33,21 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 }
 
 /* The local SGEs and the remote bounds of @rop, checked; or -errno. */
-static int kverbs_rdma_check(struct kverbs_ep *ep,
+/* Operations whose responder's answer the device writes into our memory. */
+static bool opcode_writes_local(enum ib_wr_opcode opcode)
+{
+	return opcode != IB_WR_RDMA_WRITE;
+}
+
+static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			     const struct kverbs_rdma_op *rop, u32 len,
 			     struct ib_sge *sge, int max)
 {
 	const struct kverbs_remote *rem = &rop->remote;
 
 	if (!rop->local || !len || rem->reserved || len > rem->len)
+		return -EINVAL;
+	if (!rop->done && opcode_writes_local(opcode))
 		return -EINVAL;
 	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge,
 				   max);
@@ -53,7 +63,7 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	/* An iWARP READ sink must be an MR with REMOTE_WRITE: not ours. */
 	if (opcode == IB_WR_RDMA_READ && READ_ONCE(ep->iwarp))
 		return -EOPNOTSUPP;
-	n = kverbs_rdma_check(ep, rop, rop->len, sge,
+	n = kverbs_rdma_check(ep, opcode, rop, rop->len, sge,
 			      opcode == IB_WR_RDMA_READ ? ep->max_sge_rd :
 			      ep->max_sge);
 	if (n < 0)
@@ -80,7 +90,8 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
  * Return: 0 when posted; -EINVAL (no local region or another domain's,
  * @op->len zero or beyond @op->remote.len or the local region, more than
- * KVERBS_RDMA_MAX_SEGS contiguous runs, a non-zero reserved field),
+ * KVERBS_RDMA_MAX_SEGS contiguous runs, a non-zero reserved field, no
+ * @op->done: the read's data lands at a time only its completion tells),
  * -ENODEV (the domain has no device), -EOPNOTSUPP (a read on iWARP, whose
  * READ sink would have to be remotely writable), -EAGAIN, -EINTR,
  * -ENOTCONN or the endpoint's error, or a provider error.
@@ -103,7 +114,8 @@ EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read, KVERBS_NS);
  * learns that the data is there.
  *
  * Context: process, may sleep; see KVERBS_NOWAIT for atomic contexts.
- * Return: as kverbs_rdma_read().
+ * Return: as kverbs_rdma_read(), except that @op->done may be NULL (the
+ * write is then posted unsignaled).
  */
 int kverbs_rdma_write(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 		      unsigned int flags)
@@ -124,7 +136,7 @@ static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 		return -EOPNOTSUPP;
 	if ((rop->remote.offset | rop->local_off) & 7)
 		return -EINVAL;
-	n = kverbs_rdma_check(ep, rop, 8, sge, 1);
+	n = kverbs_rdma_check(ep, opcode, rop, 8, sge, 1);
 	if (n < 0)
 		return n;
 	wr.wr.opcode = opcode;

@@ -201,8 +201,8 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
  * @remote: where; at least @npages pages long
  * @done: called once when the read completed (0: the pages hold the data)
  *	or failed (-errno: their contents are undefined), after the pages are
- *	unmapped; NULL for none.  Context: softirq, or process during
- *	teardown.
+ *	unmapped; required (the pages may be reused only after it ran);
+ *	it runs in softirq, or in process context during teardown
  * @ctx: passed to @done
  * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
@@ -212,7 +212,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
  * Context: process, may sleep; softirq (not hard interrupt) with
  * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT).
  * Return: 0 when posted (then @done runs exactly once); -EOPNOTSUPP on
- * iWARP, otherwise as kverbs_rdma_write_pages().
+ * iWARP; -EINVAL without @done; otherwise as kverbs_rdma_write_pages().
  */
 int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 			   unsigned int npages,
@@ -222,6 +222,8 @@ int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 {
 	if (ep->iwarp)
 		return -EOPNOTSUPP;
+	if (!done)
+		return -EINVAL;
 	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ,
 				 READ_ONCE(ep->max_sge_read_pages), pages,
 				 npages, remote, done, ctx, flags);

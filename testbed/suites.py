@@ -473,6 +473,15 @@ def _user_space_peer(res, suite, n0, n1):
         res.check(suite, "user-space kvping <-> kernel kping, 500 round "
                   "trips", r.rc == 0 and "500 round trips ok" in r.out,
                   r.out)
+        # The acceptor answers with no more RDMA READ/atomic depth than
+        # the request offered (kvping offers 1 here, 0 above).
+        r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
+                   f"--node-id {n1.node_id} --count 10 --rd-atomic 1 "
+                   "--timeout-ms 10000", timeout=120)
+        res.check(suite, "the kernel's accept clamps its RDMA READ depths to "
+                  "the request's (offered 1: answered initiator 1, "
+                  "responder 1)", r.rc == 0 and
+                  "RDMA READ depths: initiator 1 responder 1" in r.out, r.out)
 
 
 def _wait_connected(res, suite, n0, what):
@@ -778,6 +787,19 @@ def _regressions(res, suite, n0, n1):
                  "while its handler sleeps: 300 round trips, no double "
                  "repost", {"keep": 1}, {"scenario": "echo", "count": 300},
                  "echo: 300 round trips ok")
+    # Teardown must not flush the deferral work from its own workqueue
+    # (lockdep: possible recursive locking; a deadlock under memory
+    # pressure): the client leaves while the server's handlers sleep.
+    _kvtest_pair(res, suite, n0, n1, "a client leaves while the server's "
+                 "deferred handlers run: the teardown waits for them "
+                 "without recursion on one workqueue", {"keep": 1},
+                 {"scenario": "leave", "count": 12},
+                 "leave: 12 messages sent")
+    # Wait out the server's sleeping handlers (12 x 5 ms) and teardown.
+    bad, log_ = _dmesg_has(n0, r"possible recursive locking|WARNING:|"
+                           r"circular locking")
+    res.check(suite, "... and the server's log has no lockdep report or "
+              "warning", not bad, log_[-3000:])
     _kvtest_pair(res, suite, n0, n1, "no ->recv runs while the passive "
                  "side's ->connected sleeps: 20 round trips sent at once",
                  {"slow": 1}, {"scenario": "echo", "count": 20},
@@ -786,6 +808,10 @@ def _regressions(res, suite, n0, n1):
                  "connection only: a second connection's RDMA read with it "
                  "is refused", {}, {"scenario": "scope"},
                  "scope: the key works on its connection only")
+    _kvtest_pair(res, suite, n0, n1, "an RDMA read, a page read and an "
+                 "atomic without a completion callback are refused before "
+                 "anything is posted; the connection still reads", {},
+                 {"scenario": "nodone"}, "nodone: refused (-22, -22, -")
     # 65,536 pages: far beyond what rxe maps per MR (512, used as extents
     # of 256 with a page to spare), so the grant is many MRs and the reads
     # cross extents.

@@ -206,7 +206,9 @@ typedef void (*kverbs_rdma_done_t)(void *ctx, int status);
  * @remote: where in the peer's memory; @remote.offset is the first byte
  * @len: bytes; an atomic is always 8
  * @done: called once when the operation completed (0) or failed (-errno);
- *	NULL for none.  Context: softirq, or process during teardown.
+ *	NULL for none on a write only (a read or an atomic lands in @local
+ *	at a time only its completion tells).  Context: softirq, or process
+ *	during teardown.
  * @ctx: passed to @done
  */
 struct kverbs_rdma_op {
