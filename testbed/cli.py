@@ -7,6 +7,7 @@
   ./kvlab test --full              every suite on every kernel
   ./kvlab test --suite a,b         the suites named
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
+  ./kvlab docs                     render Documentation/ to build/docs/html
   ./kvlab bench rtt|protect|dsm-defer|dsm-fault|dsm-apps   side by side
 """
 import argparse
@@ -191,6 +192,23 @@ def cmd_test(args):
     return 0 if res.failed == 0 and res.passed > 0 else 1
 
 
+def cmd_docs(args):
+    """Render Documentation/ (API reference included) to build/docs/html."""
+    from . import deps, docs
+    with Phase("setup"):
+        deps.ensure()
+    (k,) = _kernels(["6.12"])
+    with Phase("sphinx-build"):
+        ok, out, html = docs.build_html(k)
+    if out.strip():
+        print(out.rstrip())
+    if not ok:
+        raise HarnessError("sphinx-build reported warnings (-W makes them "
+                           "errors)", "fix the places named above")
+    log(f"rendered: {html / 'index.html'}")
+    return 0
+
+
 def cmd_demo(args):
     """Boot 2 guests and run the showcase: SOR on the kdsm DSM."""
     from . import deps, suite_kdsm, suites
@@ -255,6 +273,7 @@ def main(argv=None):
                                  formatter_class=argparse.RawTextHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("setup", help="install dependencies")
+    sub.add_parser("docs", help="render Documentation/ to build/docs/html")
     p = sub.add_parser("demo", help="boot 2 guests and run SOR on the DSM")
     p.add_argument("--kernel", default="6.1")
     p.add_argument("--size", type=int, default=512)
@@ -288,7 +307,8 @@ def main(argv=None):
     if args.cmd == "build" and not args.kernel:
         args.kernel = ["6.1", "6.12"]
     try:
-        return {"setup": cmd_setup, "demo": cmd_demo, "test": cmd_test,
+        return {"setup": cmd_setup, "docs": cmd_docs, "demo": cmd_demo,
+                "test": cmd_test,
                 "build": cmd_build, "bench": cmd_bench}[args.cmd](args)
     except HarnessError as e:
         die(e)

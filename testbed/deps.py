@@ -28,6 +28,8 @@ PACKAGES = [
     "e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase", "fio",
     # bench migrate: CRIU, the user-level reference (copied into guests)
     "criu",
+    # the style suite and ./kvlab docs: Documentation/ rendered by Sphinx
+    "python3-sphinx",
 ]
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")

@@ -146,6 +146,11 @@ def _extract(tarball):
     return src
 
 
+def source_tree():
+    """The unpacked linux-source tree (extracted once, cached)."""
+    return _extract(_source_tarball())
+
+
 def _fragment(variant):
     """Concatenated fragment text for a variant."""
     if variant not in VARIANTS:

@@ -213,6 +213,41 @@ def suite_style(res, kernels):
         res.check("style", "the documented echo server builds out of tree "
                   f"against include/ alone and imports KVERBS, {k.abi}",
                   ok, why)
+    # 6.12's kernel-doc: its :export: knows EXPORT_SYMBOL_NS_GPL.
+    k = max(kernels, key=lambda k: tuple(map(int, k.series.split("."))))
+    _docs(res, files, k, build_dir() / "kbuild" / k.abi)
+
+
+def _docs(res, files, kernel, kbuild_dir):
+    """kernel-doc over our sources; Sphinx -W over Documentation/; every
+    export of the modules built in @kbuild_dir rendered in the API
+    reference."""
+    from . import docs
+    try:
+        script = docs.kernel_doc_script(kernel)
+    except HarnessError as e:
+        res.add("style", "kernel-doc -none -Wall", False, e)
+        return
+    bad = docs.kernel_doc_problems(script, files)
+    res.check("style", f"kernel-doc -none -Wall over {len(files)} files: no "
+              "warning (parameters, members and Return: described)",
+              not bad, "\n".join(bad[:40]))
+    try:
+        ok, out, html = docs.build_html(kernel)
+    except HarnessError as e:
+        res.add("style", "sphinx-build -W over Documentation/", False, e)
+        return
+    res.check("style", "sphinx-build -W over Documentation/ (kernel-doc "
+              "extension): no warning", ok, out[-3000:])
+    if not ok:
+        return
+    exports = {e[0] for e in read_symvers(kbuild_dir / "Module.symvers")
+               if e[1] != "vmlinux"}
+    shown = docs.rendered_functions(html / "kverbs-api-ref.html")
+    missing = sorted(exports - shown)
+    res.check("style", f"the rendered API reference documents all "
+              f"{len(exports)} exports", exports and not missing,
+              "not rendered: " + ", ".join(missing))
 
 
 def doc_example(rst):

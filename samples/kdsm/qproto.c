@@ -36,6 +36,8 @@
  * responder's HCA, not to the CPU's, and an endpoint does not reach its
  * own node: so a manager's CAS on its own words goes through the next
  * node, which issues it on its endpoint to the manager.
+ *
+ * Return: the helper's node id, 1..@g->nnodes.
  */
 u8 kdsm_q_helper(const struct kdsm_geo *g, u8 node)
 {

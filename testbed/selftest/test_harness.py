@@ -400,6 +400,27 @@ class Rotation(unittest.TestCase):
                 cli.main(["test", "--suite", "unit", "--full"])
 
 
+class KernelDocCheck(unittest.TestCase):
+    """The style suite's kernel-doc check catches a missing Return:."""
+
+    DOC = ("/**\n * kvx_get - get a thing\n * @x: which\n *\n"
+           " * Context: any.\n{ret} */\nint kvx_get(int x)\n{{\n"
+           "\treturn x;\n}}\n")
+
+    def test_missing_return_found(self):
+        from testbed import docs
+        script = docs.kernel_doc_script(kernels.resolve("6.12"))
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "planted.c"
+            f.write_text(self.DOC.format(ret=" * Return: @x.\n"))
+            self.assertEqual(docs.kernel_doc_problems(script, [f], cwd=d),
+                             [])
+            f.write_text(self.DOC.format(ret=""))
+            bad = docs.kernel_doc_problems(script, [f], cwd=d)
+            self.assertTrue(any("return value of 'kvx_get'" in l
+                                for l in bad), bad)
+
+
 class ResultsSkips(unittest.TestCase):
     def test_skip_counted_and_listed(self):
         res = Results()

@@ -146,6 +146,7 @@ enum kdsm_stat {
  * @node: this node's id
  * @nnodes: cluster size
  * @state: enum kdsm_state
+ * @placement: enum kdsm_placement
  * @options: KDSM_OPT_*
  * @npages: region pages
  * @page_size: bytes per page
