@@ -2,6 +2,7 @@
 # Convenience wrapper around Kbuild; the build itself is described in Kbuild.
 #   make [KDIR=/lib/modules/<release>/build] [W=1]
 #   make kunit KDIR=<KUnit kernel build dir>    # adds kunit/*.ko (tests)
+#   make dkms-src [DESTDIR=...]   # stage /usr/src/kverbs-<version> for dkms add
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
 modules:
@@ -13,4 +14,7 @@ kunit:
 clean:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) clean
 
-.PHONY: modules kunit clean
+dkms-src:
+	$(CURDIR)/scripts/dkms-src $(DESTDIR)
+
+.PHONY: modules kunit clean dkms-src

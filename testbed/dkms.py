@@ -35,10 +35,12 @@ def add():
     ver = version()
     src = Path(f"/usr/src/{PACKAGE}-{ver}")
     run(["dkms", "remove", f"{PACKAGE}/{ver}", "--all"], check=False)
-    if src.exists():
-        shutil.rmtree(src)
-    kbuild.stage(src)
-    run(["dkms", "add", f"{PACKAGE}/{ver}"])
+    # As the README tells an operator: make dkms-src, then dkms add.
+    staged = run(["make", "-s", "-C", str(REPO), "dkms-src"]).stdout
+    if staged.strip().splitlines()[-1:] != [str(src)]:
+        raise HarnessError(f"make dkms-src staged {staged.strip()!r}, "
+                           f"not {src}")
+    run(["dkms", "add", str(src)])
     return src
 
 

@@ -10,6 +10,7 @@ Usable from meson: python3 testbed/kbuild.py --kdir DIR --out DIR [--kunit]
 import argparse
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,8 +21,10 @@ else:
     from .common import REPO, HarnessError, log, run
 
 # What a module build needs; also what the DKMS source tree contains.
-KERNEL_SOURCES = ["Kbuild", "Makefile", "dkms.conf", "compat", "scripts",
-                  "include", "kverbs", "kmsg", "kmem", "samples"]
+# What a DKMS build needs: scripts/dkms-src holds the one list.
+KERNEL_SOURCES = subprocess.run(
+    [str(REPO / "scripts" / "dkms-src"), "--list"], capture_output=True,
+    text=True, check=True).stdout.split()
 SHIPPED_MODULES = ["kverbs.ko", "kvmem.ko", "kping.ko", "krdma.ko", "kdsm.ko",
                    "kfcache_srv.ko", "kfcache.ko", "kmigrate.ko"]
 KUNIT_MODULES = ["kverbs_kunit.ko", "kvmem_kunit.ko", "kdsm_kunit.ko",
