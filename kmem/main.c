@@ -22,4 +22,4 @@ module_exit(kvmem_exit);
 
 MODULE_DESCRIPTION("kverbs managed memory regions and batch page protection");
 MODULE_LICENSE("GPL");
-MODULE_VERSION("0.1.0");
+MODULE_VERSION(KVERBS_VERSION);

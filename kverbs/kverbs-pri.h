@@ -23,7 +23,6 @@
 #undef pr_fmt
 #define pr_fmt(fmt) "kverbs: " fmt
 
-#define KVERBS_VERSION		"0.1.0"	/* keep in step with dkms.conf */
 #define KVERBS_NAME_LEN		32
 #define KVERBS_CM_TIMEOUT_MS	5000
 

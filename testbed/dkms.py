@@ -83,6 +83,53 @@ def installed(abi):
     return found
 
 
+# The third-party client (examples/kvreq): its own DKMS package, built
+# against the installed kverbs only (BUILD_DEPENDS="kverbs").
+CLIENT = "kvreq"
+CLIENT_DIR = REPO / "examples" / CLIENT
+
+
+def client_version():
+    text = (CLIENT_DIR / "dkms.conf").read_text()
+    m = re.search(r'^PACKAGE_VERSION="([^"]+)"', text, re.M)
+    if not m:
+        raise HarnessError(f"{CLIENT_DIR}/dkms.conf has no PACKAGE_VERSION")
+    return m.group(1)
+
+
+def client_install(abis):
+    """Copy examples/kvreq to /usr/src/kvreq-<version> (as its package
+    would), dkms add it and install it for each kernel of @abis; return
+    {abi: installed path}.  Its Makefile may name no path into this
+    checkout: it builds from /usr/src and /var/lib/dkms only."""
+    ver = client_version()
+    src = Path(f"/usr/src/{CLIENT}-{ver}")
+    run(["dkms", "remove", f"{CLIENT}/{ver}", "--all"], check=False)
+    if src.exists():
+        shutil.rmtree(src)
+    shutil.copytree(CLIENT_DIR, src, ignore=shutil.ignore_patterns(
+        "*.o", "*.ko", "*.cmd", "*.mod*", "Module.symvers", "modules.order"))
+    run(["dkms", "add", str(src)])
+    out = {}
+    for abi in abis:
+        p = run(["dkms", "install", f"{CLIENT}/{ver}", "-k", abi],
+                timeout=900, check=False)
+        if p.returncode != 0:
+            log_path = Path(f"/var/lib/dkms/{CLIENT}/{ver}/build/make.log")
+            tail = log_path.read_text()[-3000:] if log_path.exists() else ""
+            raise HarnessError(f"dkms install {CLIENT} for {abi} failed:\n"
+                               f"{p.stdout}\n{tail}")
+        out[abi] = client_installed(abi)
+    return out
+
+
+def client_installed(abi):
+    """The client module DKMS installed for @abi, or None."""
+    d = Path(f"/lib/modules/{abi}/updates/dkms")
+    cands = sorted(d.glob(f"{CLIENT}.ko*")) if d.exists() else []
+    return cands[0] if cands else None
+
+
 def plain_ko(path, outdir):
     """Return an uncompressed copy of a module for busybox insmod."""
     path, outdir = Path(path), Path(outdir)

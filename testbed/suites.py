@@ -10,7 +10,8 @@ import time
 import traceback
 from pathlib import Path
 
-from .common import REPO, HarnessError, build_dir, cache_dir, log, run
+from .common import (REPO, HarnessError, build_dir, cache_dir, log,
+                     require_tool, run)
 from . import dkms, kbuild
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
@@ -187,19 +188,19 @@ def suite_style(res, kernels):
     bad = layer_violations(REPO)
     res.check("style", "kverbs/ calls kvmsg only through its hooks",
               not bad, "\n".join(bad))
-    m = re.search(r'KVERBS_VERSION\s+"([^"]+)"',
-                  (REPO / "kverbs" / "kverbs-pri.h").read_text())
-    res.check("style", "module version matches dkms.conf",
-              m and m.group(1) == dkms.version(),
-              f"kverbs-pri.h {m and m.group(1)}, dkms.conf {dkms.version()}")
     for k in kernels:
         try:
-            kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,
-                         bench=True)
+            mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,
+                                bench=True)
             res.add("style", f"W=1 build, no warnings, {k.abi}", True)
         except HarnessError as e:
             res.add("style", f"W=1 build, no warnings, {k.abi}", False, e)
             continue
+        vers = module_versions(mods, kbuild.SHIPPED_MODULES)
+        res.check("style", f"every shipped module's MODULE_VERSION is "
+                  f"dkms.conf's {dkms.version()}, {k.abi}",
+                  len(vers) == len(kbuild.SHIPPED_MODULES) and
+                  set(vers.values()) == {dkms.version()}, str(vers))
         ours = [e for e in read_symvers(build_dir() / "kbuild" / k.abi /
                                         "Module.symvers")
                 if e[1] != "vmlinux"]
@@ -248,6 +249,19 @@ def _docs(res, files, kernel, kbuild_dir):
     res.check("style", f"the rendered API reference documents all "
               f"{len(exports)} exports", exports and not missing,
               "not rendered: " + ", ".join(missing))
+
+
+def module_versions(mods, names):
+    """{module: `modinfo -F version`} of the built modules in @names."""
+    modinfo = require_tool("modinfo", "kmod")
+    out = {}
+    for n in names:
+        path = mods.get(n)
+        if path is None:
+            continue
+        out[n[:-3]] = run([modinfo, "-F", "version", str(path)],
+                          timeout=60).stdout.strip()
+    return out
 
 
 def doc_example(rst):
@@ -323,6 +337,34 @@ def suite_dkms(res, kernels):
                                            "include", tag="dkms")
             res.check("dkms", "the documented echo server builds against "
                       f"the DKMS-installed kverbs only, {k.abi}", ok, why)
+    _client_dkms(res, kernels)
+
+
+def _client_dkms(res, kernels):
+    """examples/kvreq, a client module with its own Kbuild and dkms.conf,
+    built by DKMS against the installed kverbs alone (the integration
+    suites load it beside kverbs and run it against kping)."""
+    from_checkout = [l for l in (dkms.CLIENT_DIR / "dkms.conf").read_text()
+                     .splitlines() + (dkms.CLIENT_DIR / "Kbuild").read_text()
+                     .splitlines() if str(REPO) in l or ".." in l]
+    res.check("dkms", "the client's dkms.conf and Kbuild name no path into "
+              "a kverbs checkout", not from_checkout, "\n".join(from_checkout))
+    try:
+        got = dkms.client_install([k.abi for k in kernels])
+    except HarnessError as e:
+        res.add("dkms", f"dkms install {dkms.CLIENT} (BUILD_DEPENDS kverbs)",
+                False, e)
+        return
+    for k in kernels:
+        path = got.get(k.abi)
+        ns = run(["modinfo", "-F", "import_ns", str(path)],
+                 check=False).stdout.strip() if path else ""
+        dep = run(["modinfo", "-F", "depends", str(path)],
+                  check=False).stdout.strip() if path else ""
+        res.check("dkms", f"dkms install {dkms.CLIENT} for {k.abi}: built "
+                  "against the installed kverbs, imports KVERBS, depends on "
+                  "kverbs", path is not None and ns == "KVERBS" and
+                  dep == "kverbs", f"{path}: import_ns {ns!r}, depends {dep!r}")
 
 
 # -------------------------------------------------------------------- KUnit
@@ -379,6 +421,10 @@ def guest_overlay(kernel, workdir):
         ko = dkms.plain_ko(path, workdir / "modules")
         plain[name] = (path, ko)
         files[f"/kvlab/modules/{name}.ko"] = ko
+    client = dkms.client_installed(kernel.abi)
+    if client is not None:
+        files[f"/kvlab/modules/{dkms.CLIENT}.ko"] = dkms.plain_ko(
+            client, workdir / "modules")
     kvping = build_dir() / "meson" / "tools" / "kvping" / "kvping"
     if kvping.exists():
         initramfs.add_binary(files, kvping)
@@ -421,6 +467,8 @@ def suite_integration(res, kernel, name):
     except HarnessError:
         dkms.add()
         mods = dkms.install(kernel.abi)
+    if dkms.client_installed(kernel.abi) is None:
+        dkms.client_install([kernel.abi])
     overlay, plain = guest_overlay(kernel, workdir)
     try:
         with Cluster(kernel, nodes=2, workdir=workdir,
@@ -456,6 +504,7 @@ def _integration_body(res, suite, c, plain):
     n1.run("rmmod kping", timeout=30)
     _messaging(res, suite, n0, n1)
     _user_space_peer(res, suite, n0, n1)
+    _third_party_client(res, suite, n0, n1)
     _device_removal(res, suite, n0, n1)
 
     # Clean unload on both nodes.
@@ -517,6 +566,18 @@ def _user_space_peer(res, suite, n0, n1):
                   "the request's (offered 1: answered initiator 1, "
                   "responder 1)", r.rc == 0 and
                   "RDMA READ depths: initiator 1 responder 1" in r.out, r.out)
+
+
+def _third_party_client(res, suite, n0, n1):
+    """examples/kvreq, built by DKMS against the installed kverbs only,
+    loaded beside it: request-reply round trips with the kping server."""
+    r = n1.run(f"insmod /kvlab/modules/{dkms.CLIENT}.ko server={n0.ip} "
+               f"port={PORT} count=200 && rmmod {dkms.CLIENT} && "
+               "dmesg | grep 'kvreq:' | tail -n 2", timeout=120)
+    res.check(suite, "the third-party client (examples/kvreq, built by DKMS "
+              "against the installed kverbs alone) makes 200 round trips "
+              "with kping", r.rc == 0 and
+              "200 round trips with node" in r.out, r.out)
 
 
 def _wait_connected(res, suite, n0, what):

@@ -145,4 +145,5 @@ module_init(kdsm_init);
 module_exit(kdsm_exit);
 MODULE_DESCRIPTION("kdsm: sequentially consistent distributed shared memory over kverbs");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

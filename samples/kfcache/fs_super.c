@@ -448,4 +448,5 @@ module_init(kfc_fs_init);
 module_exit(kfc_fs_exit);
 MODULE_DESCRIPTION("kfcache: a read-only file system served over RDMA");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

@@ -382,4 +382,5 @@ module_init(kfc_srv_init);
 module_exit(kfc_srv_exit);
 MODULE_DESCRIPTION("kfcache server: directories served read-only over RDMA");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

@@ -404,5 +404,6 @@ static void __exit kmig_exit(void)
 module_init(kmig_init);
 module_exit(kmig_exit);
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 MODULE_DESCRIPTION("kmigrate: process migration over RDMA (kverbs sample)");
 KVERBS_IMPORT_NS();

@@ -598,4 +598,5 @@ module_exit(kping_exit);
 
 MODULE_DESCRIPTION("kverbs sample: RC ping-pong");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

@@ -602,4 +602,5 @@ module_exit(krdma_exit);
 
 MODULE_DESCRIPTION("kverbs sample: RDMA read, write and atomics");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();
