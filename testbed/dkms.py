@@ -56,16 +56,21 @@ def kept_symvers(abi):
                 "Module.symvers")
 
 
-def install(abi):
-    """dkms build + install for kernel `abi`; return {name: installed path}."""
-    ver = version()
-    p = run(["dkms", "install", f"{PACKAGE}/{ver}", "-k", abi],
+def _dkms_install(package, ver, abi):
+    """dkms build + install of @package/@ver for kernel @abi; a failure
+    raises with the end of DKMS's make.log."""
+    p = run(["dkms", "install", f"{package}/{ver}", "-k", abi],
             timeout=900, check=False)
     if p.returncode != 0:
-        log_path = Path(f"/var/lib/dkms/{PACKAGE}/{ver}/build/make.log")
+        log_path = Path(f"/var/lib/dkms/{package}/{ver}/build/make.log")
         tail = log_path.read_text()[-3000:] if log_path.exists() else ""
-        raise HarnessError(f"dkms install for {abi} failed:\n{p.stdout}"
-                           f"\n{tail}")
+        raise HarnessError(f"dkms install {package} for {abi} failed:\n"
+                           f"{p.stdout}\n{tail}")
+
+
+def install(abi):
+    """dkms build + install for kernel `abi`; return {name: installed path}."""
+    _dkms_install(PACKAGE, version(), abi)
     return installed(abi)
 
 
@@ -112,13 +117,7 @@ def client_install(abis):
     run(["dkms", "add", str(src)])
     out = {}
     for abi in abis:
-        p = run(["dkms", "install", f"{CLIENT}/{ver}", "-k", abi],
-                timeout=900, check=False)
-        if p.returncode != 0:
-            log_path = Path(f"/var/lib/dkms/{CLIENT}/{ver}/build/make.log")
-            tail = log_path.read_text()[-3000:] if log_path.exists() else ""
-            raise HarnessError(f"dkms install {CLIENT} for {abi} failed:\n"
-                               f"{p.stdout}\n{tail}")
+        _dkms_install(CLIENT, ver, abi)
         out[abi] = client_installed(abi)
     return out
 
