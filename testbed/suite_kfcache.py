@@ -72,6 +72,16 @@ def insmod(node, names):
                                 for m in names), timeout=120)
 
 
+def guest_smp():
+    """vCPUs per kfcache guest: 1, or KVLAB_KFCACHE_SMP (2 runs the races
+    between softirq and a task on another CPU; issue 26)."""
+    import os
+    v = os.environ.get("KVLAB_KFCACHE_SMP", "1")
+    if v not in ("1", "2"):
+        raise HarnessError(f"KVLAB_KFCACHE_SMP={v!r}: 1 or 2")
+    return int(v)
+
+
 def suite_kfcache(res, kernel, name):
     from .cluster import Cluster
     from .suites import _fresh_workdir
@@ -81,7 +91,8 @@ def suite_kfcache(res, kernel, name):
     man, img, ovl, sets = _prepare(workdir, kernel, mods)
     try:
         with Cluster(kernel, nodes=2, workdir=workdir, overlay=ovl,
-                     mem_mb=768, boot_timeout=300, disks=[img, None]) as c:
+                     mem_mb=768, boot_timeout=300, disks=[img, None],
+                     smp=guest_smp()) as c:
             srv, cli = c.nodes
             fcache_env.load_modules(srv, sets["disk"])
             fcache_env.mount_disk(srv, "/export", ro=False)
