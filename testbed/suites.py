@@ -188,6 +188,11 @@ def suite_style(res, kernels):
     bad = layer_violations(REPO)
     res.check("style", "kverbs/ calls kvmsg only through its hooks",
               not bad, "\n".join(bad))
+    m = re.search(r"^project\('kverbs'.*?version:\s*'([^']+)'",
+                  (REPO / "meson.build").read_text(), re.S | re.M)
+    res.check("style", "the tools' version (meson.build) is dkms.conf's",
+              m is not None and m.group(1) == dkms.version(),
+              f"meson.build {m and m.group(1)}, dkms.conf {dkms.version()}")
     for k in kernels:
         try:
             mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,

@@ -12,31 +12,32 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
+#include <kvcli/kvcli.hpp>
+
 namespace {
 
-[[noreturn]] void usage()
+constexpr const char *usage_text =
+    "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
+    "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
+    "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
+    "                      [--wait]\n"
+    "       kdsmctl status [--stats]\n"
+    "       kdsmctl delete\n"
+    "       kdsmctl --help | --version\n"
+    "exit status: 0 ok, 1 failure, 2 usage error\n";
+
+[[noreturn]] void usage(const std::string &why = "")
 {
-    std::fprintf(stderr,
-                 "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
-                 "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
-                 "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
-                 "                      [--wait]\n"
-                 "       kdsmctl status [--stats]\n"
-                 "       kdsmctl delete\n");
-    std::exit(2);
+    kvcli::usage_error("kdsmctl", usage_text, why);
 }
 
-unsigned long number(const char *s)
+unsigned long number(const char *opt, const char *s, unsigned long hi)
 {
-    char *end;
-    errno = 0;
-    const unsigned long v = std::strtoul(s, &end, 0);
-    if (errno || !*s || *end)
-        usage();
-    return v;
+    return kvcli::number("kdsmctl", usage_text, opt, s, 0, hi);
 }
 
 int create(int argc, char **argv)
@@ -51,22 +52,23 @@ int create(int argc, char **argv)
             return argv[++i];
         };
         if (a == "--node") {
-            c.node = static_cast<unsigned>(number(next()));
+            c.node = static_cast<unsigned>(number("--node", next(), UINT32_MAX));
         } else if (a == "--pages") {
-            c.npages = static_cast<std::uint32_t>(number(next()));
+            c.npages = static_cast<std::uint32_t>(number("--pages", next(), UINT32_MAX));
         } else if (a == "--peer") {
             const std::string p = next();
             const auto eq = p.find('=');
             if (eq == std::string::npos)
-                usage();
-            c.peers.push_back({static_cast<unsigned>(number(p.substr(0, eq).c_str())),
+                usage("--peer: '" + p + "' is not ID=ADDR");
+            c.peers.push_back({static_cast<unsigned>(number("--peer ID", p.substr(0, eq).c_str(),
+                                                            UINT32_MAX)),
                                p.substr(eq + 1)});
         } else if (a == "--block") {
             c.block = true;
         } else if (a == "--port") {
-            c.port = static_cast<std::uint16_t>(number(next()));
+            c.port = static_cast<std::uint16_t>(number("--port", next(), 65535));
         } else if (a == "--join-ms") {
-            c.join_ms = static_cast<std::uint32_t>(number(next()));
+            c.join_ms = static_cast<std::uint32_t>(number("--join-ms", next(), UINT32_MAX));
         } else if (a == "--fetch-read") {
             c.options |= KDSM_OPT_FETCH_READ;
         } else if (a == "--defer-to") {
@@ -125,6 +127,7 @@ int status(bool stats)
 
 int main(int argc, char **argv)
 {
+    kvcli::standard_options(argc, argv, "kdsmctl", usage_text);
     if (argc < 2)
         usage();
     try {

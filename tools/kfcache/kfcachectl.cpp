@@ -10,6 +10,7 @@
 //   kfcachectl stop
 //
 // Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
+#include <kvcli/kvcli.hpp>
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kfcache.h>
 
@@ -25,15 +26,18 @@
 
 namespace {
 
-[[noreturn]] void usage()
+constexpr const char *usage_text =
+    "usage: kfcachectl start ADDRESS [--port PORT]\n"
+    "       kfcachectl export NAME PATH\n"
+    "       kfcachectl unexport NAME\n"
+    "       kfcachectl status [--stats]\n"
+    "       kfcachectl stop\n"
+    "       kfcachectl --help | --version\n"
+    "exit status: 0 ok, 1 failure, 2 usage error\n";
+
+[[noreturn]] void usage(const std::string &why = "")
 {
-    std::fprintf(stderr,
-                 "usage: kfcachectl start ADDRESS [--port PORT]\n"
-                 "       kfcachectl export NAME PATH\n"
-                 "       kfcachectl unexport NAME\n"
-                 "       kfcachectl status [--stats]\n"
-                 "       kfcachectl stop\n");
-    std::exit(2);
+    kvcli::usage_error("kfcachectl", usage_text, why);
 }
 
 [[noreturn]] void fail(int err, const std::string &what, const std::string &ack)
@@ -120,29 +124,20 @@ int status(bool stats)
     return 0;
 }
 
-unsigned long number(const char *s)
-{
-    char *end;
-    errno = 0;
-    const unsigned long v = std::strtoul(s, &end, 0);
-    if (errno || !*s || *end)
-        usage();
-    return v;
-}
-
 }  // namespace
 
 int main(int argc, char **argv)
 try {
+    kvcli::standard_options(argc, argv, "kfcachectl", usage_text);
     if (argc < 2)
         usage();
     const std::string cmd = argv[1];
     if (cmd == "start") {
         if (argc != 3 && !(argc == 5 && std::string(argv[3]) == "--port"))
             usage();
-        const unsigned long port = argc == 5 ? number(argv[4]) : KFC_DEFAULT_PORT;
-        if (!port || port > 65535)
-            usage();
+        const unsigned long port =
+            argc == 5 ? kvcli::number("kfcachectl", usage_text, "--port", argv[4], 1, 65535)
+                      : KFC_DEFAULT_PORT;
         const auto sa = kvgenl::sockaddr_bytes(argv[2], static_cast<std::uint16_t>(port));
         if (sa.empty())
             fail(EINVAL, "start", std::string("not an IP address: ") + argv[2]);

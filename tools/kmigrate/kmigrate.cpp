@@ -27,6 +27,8 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <kvcli/kvcli.hpp>
+
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -49,16 +51,19 @@ namespace {
 
 using kmigrate::detail::format_sockaddr;
 
-[[noreturn]] void usage()
+constexpr const char *usage_text =
+    "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
+    "       kmigrate stop\n"
+    "       kmigrate status [--json]\n"
+    "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
+    "       kmigrate run [--] PROG [ARGS...]\n"
+    "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n"
+    "       kmigrate --help | --version\n"
+    "exit status: 0 ok, 1 failure, 2 usage error\n";
+
+[[noreturn]] void usage(const std::string &why = "")
 {
-    std::fprintf(stderr,
-                 "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
-                 "       kmigrate stop\n"
-                 "       kmigrate status [--json]\n"
-                 "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
-                 "       kmigrate run [--] PROG [ARGS...]\n"
-                 "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n");
-    std::exit(2);
+    kvcli::usage_error("kmigrate", usage_text, why);
 }
 
 [[noreturn]] void fail(int err, const std::string &what, const std::string &ack = "")
@@ -68,14 +73,9 @@ using kmigrate::detail::format_sockaddr;
     std::exit(1);
 }
 
-unsigned long number(const char *s, unsigned long max)
+unsigned long number(const char *opt, const char *s, unsigned long max)
 {
-    char *end;
-    errno = 0;
-    const unsigned long v = std::strtoul(s, &end, 0);
-    if (errno || !*s || *end || *s == '-' || v > max)
-        usage();
-    return v;
+    return kvcli::number("kmigrate", usage_text, opt, s, 0, max);
 }
 
 class ctl {
@@ -118,9 +118,9 @@ int start(int argc, char **argv)
         if (a == "--addr")
             addr = argv[++i];
         else if (a == "--port")
-            port = number(argv[++i], 65535);
+            port = number("--port", argv[++i], 65535);
         else if (a == "--node")
-            node = number(argv[++i], UINT32_MAX);
+            node = number("--node", argv[++i], UINT32_MAX);
         else
             usage();
     }
@@ -142,7 +142,7 @@ int move(int argc, char **argv)
 {
     if (argc < 4)
         usage();
-    const auto pid = static_cast<std::uint32_t>(number(argv[2], INT32_MAX));
+    const auto pid = static_cast<std::uint32_t>(number("PID", argv[2], INT32_MAX));
     sockaddr_storage ss;
     socklen_t len;
     std::string why;
@@ -611,6 +611,7 @@ int serve(int argc, char **argv)
 
 int main(int argc, char **argv)
 try {
+    kvcli::standard_options(argc, argv, "kmigrate", usage_text);
     if (argc < 2)
         usage();
     const std::string cmd = argv[1];

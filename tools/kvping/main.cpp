@@ -10,6 +10,7 @@
 #include "args.hpp"
 #include "rdma.hpp"
 
+#include <kvcli/kvcli.hpp>
 #include <kvwire/cm.hpp>
 #include <kvwire/kvmsg.hpp>
 #include <kvwire/kping.hpp>
@@ -80,8 +81,9 @@ void usage(std::FILE *out)
         "                      the peer to close the connection:\n"
         "                      type|flags|reserved|len|credits|seq|short\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
-        "exit status: 0 ok, 3 rejected by the peer, 4 the peer closed the connection\n"
-        "after --bad-msg, 1 any other failure\n",
+        "  --help, --version\n"
+        "exit status: 0 ok, 2 usage error, 3 rejected by the peer, 4 the peer closed the\n"
+        "connection after --bad-msg, 1 any other failure\n",
         kvwire::kping_header);
 }
 
@@ -117,7 +119,7 @@ std::vector<std::uint8_t> announcement(const Options &o)
 Options parse_args(int argc, char **argv)
 {
     enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_bad_msg,
-           o_timeout, o_rd_atomic };
+           o_timeout, o_rd_atomic, o_version };
     static const option longopts[] = {
         {"server-addr", required_argument, nullptr, o_addr},
         {"port", required_argument, nullptr, o_port},
@@ -131,6 +133,7 @@ Options parse_args(int argc, char **argv)
         {"bad-msg", required_argument, nullptr, o_bad_msg},
         {"timeout-ms", required_argument, nullptr, o_timeout},
         {"help", no_argument, nullptr, 'h'},
+        {"version", no_argument, nullptr, o_version},
         {nullptr, 0, nullptr, 0},
     };
     constexpr auto u32max = std::numeric_limits<std::uint32_t>::max();
@@ -151,7 +154,8 @@ Options parse_args(int argc, char **argv)
         case o_bad_msg: o.bad_msg = arg; break;
         case o_timeout: o.timeout = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
-        default: usage(stderr); std::exit(exit_fail);
+        case o_version: std::printf("kvping (kverbs) %s\n", KVERBS_VERSION); std::exit(exit_ok);
+        default: usage(stderr); std::exit(kvcli::exit_usage);
         }
     }
     if (optind != argc)
@@ -511,8 +515,15 @@ void Client::ping_pong()
 
 int main(int argc, char **argv)
 {
+    Options opts;
     try {
-        Client client(parse_args(argc, argv));
+        opts = parse_args(argc, argv);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "kvping: %s\n", e.what());
+        return kvcli::exit_usage;
+    }
+    try {
+        Client client(std::move(opts));
         const int status = client.run();
         std::fflush(stdout);
         return status;

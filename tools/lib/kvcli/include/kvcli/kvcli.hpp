@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//
+// What every kverbs command-line tool does the same way (kdsmctl,
+// kfcachectl, kmigrate, kvping):
+//   --help, -h   usage on stdout, exit 0;
+//   --version    "<tool> (kverbs) <version>" on stdout, exit 0;
+//   a usage error: what is wrong, then the usage, on stderr, exit 2;
+//   any other failure: a message on stderr, exit 1 (or the tool's own
+//   documented codes above 2).
+#pragma once
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#ifndef KVERBS_VERSION
+#error "meson.build defines KVERBS_VERSION"
+#endif
+
+namespace kvcli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_failure = 1;
+inline constexpr int exit_usage = 2;
+
+// --help/-h or --version as the tool's first or second argument (after a
+// subcommand): answer it and exit.  Arguments after those two belong to
+// the subcommand (kmigrate run PROG --help runs PROG with --help).
+inline void standard_options(int argc, char **argv, const char *tool, const char *usage)
+{
+    for (int i = 1; i < argc && i <= 2; ++i) {
+        if (!std::strcmp(argv[i], "--"))
+            return;
+        if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+            std::fputs(usage, stdout);
+            std::exit(exit_ok);
+        }
+        if (!std::strcmp(argv[i], "--version")) {
+            std::printf("%s (kverbs) %s\n", tool, KVERBS_VERSION);
+            std::exit(exit_ok);
+        }
+    }
+}
+
+// A usage error: @why (if any), then the usage, on stderr; exit 2.
+[[noreturn]] inline void usage_error(const char *tool, const char *usage,
+                                     const std::string &why = "")
+{
+    if (!why.empty())
+        std::fprintf(stderr, "%s: %s\n", tool, why.c_str());
+    std::fputs(usage, stderr);
+    std::exit(exit_usage);
+}
+
+// The whole of @s as a number in [@lo, @hi] (decimal, or 0x hex), or a
+// usage error that names @opt and the range.
+inline unsigned long number(const char *tool, const char *usage, const char *opt,
+                            const char *s, unsigned long lo, unsigned long hi)
+{
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long v = std::strtoul(s, &end, 0);
+    if (errno || !*s || *end || *s == '-' || v < lo || v > hi)
+        usage_error(tool, usage, std::string(opt) + ": '" + s + "' is not a number in [" +
+                                     std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+}
+
+} // namespace kvcli
