@@ -660,6 +660,8 @@ static int kvtest_nodone(struct kverbs_ep *ep, struct kvtest_client *c)
 	    (r3 != -EINVAL && r3 != -EOPNOTSUPP)) {
 		pr_err("nodone: read %d, page read %d, atomic %d; want -EINVAL\n",
 		       r1, r2, r3);
+		/* What was posted lands when it lands: not in freed pages. */
+		msleep(2000);
 		ret = -EPROTO;
 		goto out;
 	}

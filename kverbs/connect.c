@@ -142,7 +142,8 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 	 * beyond the reads it may issue.  More would let our reads overrun
 	 * the peer's responder (a fatal NAK on a strict device).
 	 */
-	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags)) {
+	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags) &&
+	    !kverbs_test_undo(KVERBS_UNDO_DEPTH_CLAMP)) {
 		param->responder_resources = min_t(u8, param->responder_resources,
 						   ep->peer_initiator_depth);
 		param->initiator_depth = min_t(u8, param->initiator_depth,

@@ -243,8 +243,12 @@ void kverbs_domain_unbind(struct kverbs_domain *dom)
 			kverbs_ep_fail(ep, -ENODEV);
 	mutex_unlock(&dom->lock);
 
-	/* Teardowns run on down_wq; once flushed, no endpoint uses the CQ. */
+	/*
+	 * Teardowns run on down_wq (on wq with a test build's undo); once
+	 * both are flushed, no endpoint uses the CQ.
+	 */
 	flush_workqueue(dom->down_wq);
+	flush_workqueue(dom->wq);
 	kverbs_test_delay(unbind);
 
 	mutex_lock(&dom->lock);
@@ -299,6 +303,7 @@ void kverbs_domain_destroy(struct kverbs_domain *dom)
 		kverbs_ep_fail(ep, -ESHUTDOWN);
 	mutex_unlock(&dom->lock);
 	flush_workqueue(dom->down_wq);
+	flush_workqueue(dom->wq);
 
 	kverbs_domain_unbind(dom);
 	kverbs_debugfs_remove_domain(dom);

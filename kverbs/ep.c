@@ -155,7 +155,8 @@ void kverbs_ep_fail(struct kverbs_ep *ep, int err)
 	cmpxchg(&ep->error, 0, err);
 
 	kverbs_ep_get(ep);
-	if (!queue_work(ep->dom->down_wq, &ep->teardown_work))
+	if (!queue_work(kverbs_test_undo(KVERBS_UNDO_DOWN_WQ) ? ep->dom->wq :
+			ep->dom->down_wq, &ep->teardown_work))
 		kverbs_ep_put(ep);
 }
 

@@ -37,11 +37,18 @@ extern unsigned int kverbs_signal_interval;
 #ifdef KVERBS_TESTING
 #include <linux/delay.h>
 extern unsigned int kverbs_test_unbind_delay_ms;
+extern unsigned int kverbs_test_undo_mask;
 /* Test builds: sleep where a race window is, so tests hit it every time. */
 #define kverbs_test_delay(name) msleep(READ_ONCE(kverbs_test_##name##_delay_ms))
+/* Test builds: is fix @bit (KVERBS_UNDO_*) undone for a regression proof? */
+#define kverbs_test_undo(bit)	(READ_ONCE(kverbs_test_undo_mask) & (bit))
 #else
 #define kverbs_test_delay(name) do { } while (0)
+#define kverbs_test_undo(bit)	0
 #endif
+#define KVERBS_UNDO_NODONE	1	/* reads and atomics without a callback */
+#define KVERBS_UNDO_DOWN_WQ	2	/* teardown on the deferral workqueue */
+#define KVERBS_UNDO_DEPTH_CLAMP	4	/* accept answers its own READ depths */
 
 /*
  * One per RDMA device, created by the ib_client add callback.

@@ -43,6 +43,15 @@ module_param_named(test_unbind_delay_ms, kverbs_test_unbind_delay_ms, uint,
 		   0644);
 MODULE_PARM_DESC(test_unbind_delay_ms,
 		 "test builds: sleep this long inside domain unbind");
+
+/*
+ * Test builds only: undo one fix each (KVERBS_UNDO_*), so that its
+ * regression scenario can show once more that it fails without it.
+ */
+unsigned int kverbs_test_undo_mask;
+module_param_named(test_undo, kverbs_test_undo_mask, uint, 0644);
+MODULE_PARM_DESC(test_undo,
+		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp)");
 #endif
 
 static int __init kverbs_init(void)

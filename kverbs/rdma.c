@@ -47,7 +47,8 @@ static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 
 	if (!rop->local || !len || rem->reserved || len > rem->len)
 		return -EINVAL;
-	if (!rop->done && opcode_writes_local(opcode))
+	if (!rop->done && opcode_writes_local(opcode) &&
+	    !kverbs_test_undo(KVERBS_UNDO_NODONE))
 		return -EINVAL;
 	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge,
 				   max);

@@ -222,7 +222,7 @@ int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 {
 	if (ep->iwarp)
 		return -EOPNOTSUPP;
-	if (!done)
+	if (!done && !kverbs_test_undo(KVERBS_UNDO_NODONE))
 		return -EINVAL;
 	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ,
 				 READ_ONCE(ep->max_sge_read_pages), pages,

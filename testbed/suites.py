@@ -573,6 +573,23 @@ def _user_space_peer(res, suite, n0, n1):
                   "RDMA READ depths: initiator 1 responder 1" in r.out, r.out)
 
 
+def _depth_clamp_undone(res, suite, n0, n1):
+    """The accept's RDMA READ depth clamp undone (test builds' kverbs
+    test_undo=4): the check of _user_space_peer() must see it."""
+    kvping = "/kvlab/bin/kvping"
+    n0.run("echo 4 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
+               f"--node-id {n1.node_id} --count 10 --rd-atomic 1 "
+               "--timeout-ms 10000", timeout=120)
+    n0.run("echo 0 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    m = re.search(r"RDMA READ depths: initiator (\d+) responder (\d+)",
+                  r.out)
+    res.check(suite, "... and with the clamp undone (test_undo=4) the "
+              "accept answers more than was offered (the check can fail)",
+              m is not None and (m.group(1), m.group(2)) != ("1", "1"),
+              r.out)
+
+
 def _third_party_client(res, suite, n0, n1):
     """examples/kvreq, built by DKMS against the installed kverbs only,
     loaded beside it: request-reply round trips with the kping server."""
@@ -913,6 +930,19 @@ def _regressions(res, suite, n0, n1):
                  "atomic without a completion callback are refused before "
                  "anything is posted; the connection still reads", {},
                  {"scenario": "nodone"}, "nodone: refused (-22, -22, -")
+    # The same scenario with the fix undone (test builds' kverbs
+    # test_undo=1) must fail: the check can fail.
+    n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
+    n1.run("echo 1 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    r = n1.run(f"{kvtest(n1, n0, scenario='nodone')}; echo rc=$?; "
+               "rmmod kvtest 2>/dev/null; "
+               "echo 0 > /sys/module/kverbs/parameters/test_undo",
+               timeout=120)
+    n0.run("rmmod kvtest", timeout=120)
+    res.check(suite, "... and with that fix undone (test_undo=1) the "
+              "scenario fails: reads without a callback are posted",
+              "rc=0" not in r.out and "nodone: read 0" in
+              n1.run("dmesg | tail -n 30", timeout=30).out, r.out)
     # 65,536 pages: far beyond what rxe maps per MR (512, used as extents
     # of 256 with a page to spare), so the grant is many MRs and the reads
     # cross extents.
@@ -1178,6 +1208,7 @@ def suite_integration_debug(res):
             # regressions that only this kernel can show.
             _messaging(res, name, n0, n1)
             _user_space_peer(res, name, n0, n1)
+            _depth_clamp_undone(res, name, n0, n1)
             _device_removal(res, name, n0, n1)
             _regressions(res, name, n0, n1)
             for n in (n0, n1):
