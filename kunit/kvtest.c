@@ -78,6 +78,9 @@ MODULE_PARM_DESC(keep, "server: keep each message, release it from a work item")
 static uint large;
 module_param(large, uint, 0444);
 MODULE_PARM_DESC(large, "server: MiB of a second region, each page holding its index");
+static uint hold_ms = 5;
+module_param(hold_ms, uint, 0444);
+MODULE_PARM_DESC(hold_ms, "server with @keep: each handler sleeps this long");
 static bool slow;
 module_param(slow, bool, 0444);
 MODULE_PARM_DESC(slow, "server: ->connected sleeps; no ->recv may overlap it");
@@ -259,7 +262,7 @@ static void kvtest_keep_race(struct kvmsg_rx *rx)
 	r->rx = rx;
 	INIT_WORK(&r->work, kvtest_release_work);
 	queue_work(kvtest_wq, &r->work);
-	usleep_range(5000, 6000);
+	msleep(hold_ms);
 }
 
 static int kvtest_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
