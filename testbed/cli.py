@@ -22,19 +22,18 @@ from .results import Results
 # `./kvlab test` (what CI runs): the core on every commit, then one group
 # of ROTATION chosen by the commit (see rotation_group()), so every suite
 # runs in CI within len(ROTATION) consecutive commits.  Budget on the
-# 2-core machine: 30 minutes warm, 50 cold; the core takes about 21 warm,
-# the largest group about 11 (Documentation/testbed.rst has the times).
+# 2-core machine: 30 minutes warm, 50 cold; the core takes 15 to 21 warm,
+# a group 10 to 14 (Documentation/testbed.rst has the times).
 # `./kvlab test --full` runs the core and every group: every suite on
 # every kernel.
 CORE_SUITES = ["unit", "harness", "style", "dkms", "kunit",
                "integration-6.1", "integration-6.12", "cluster4", "smp-6.1",
-               "kvmem-6.1", "kvmem-6.12", "kdsm-6.12", "kfcache-6.12",
-               "kmigrate-6.12"]
+               "kvmem-6.1", "kvmem-6.12", "kfcache-6.12", "kmigrate-6.12"]
 ROTATION = [
     ["integration-debug", "smp-6.12"],
     ["kdsm-6.1"],
     ["kunit-debug", "kvmem-debug", "kdsm-debug"],
-    ["kdsm8", "kfcache-6.1", "kmigrate-6.1"],
+    ["kdsm-6.12", "kdsm8", "kfcache-6.1", "kmigrate-6.1"],
     ["kfcache-debug", "kmigrate-debug"],
 ]
 SUITES = CORE_SUITES + [s for g in ROTATION for s in g]
