@@ -136,18 +136,21 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
 	/*
-	 * The passive side answers with no more than the request offered:
-	 * reads and atomics we may have outstanding are at most what the
-	 * peer can take as a responder, and we keep no responder resources
-	 * beyond the reads it may issue.  More would let our reads overrun
-	 * the peer's responder (a fatal NAK on a strict device).
+	 * The passive side answers with no more than the request offered.
+	 * The CM hands the request's depths over from our side already (its
+	 * responder resources are our initiator depth), so each is clamped by
+	 * its own: our reads in flight at most what the peer can take as a
+	 * responder, our responder resources at most the reads it may issue.
+	 * More would let our reads overrun the peer's responder (a fatal NAK
+	 * on a strict device) or have the peer program a depth its device
+	 * lacks.
 	 */
 	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags) &&
 	    !kverbs_test_undo(KVERBS_UNDO_DEPTH_CLAMP)) {
 		param->responder_resources = min_t(u8, param->responder_resources,
-						   ep->peer_initiator_depth);
+						   ep->req_responder_resources);
 		param->initiator_depth = min_t(u8, param->initiator_depth,
-					       ep->peer_responder_resources);
+					       ep->req_initiator_depth);
 	}
 	/*
 	 * On IB and RoCE, a peer that vanished fails an endpoint that sends

@@ -388,9 +388,14 @@ struct kverbs_ep {
 	u32 peer_node;
 	u16 peer_depth;
 	u32 peer_max_msg;
-	/* A passive endpoint's RDMA READ/atomic depths the request offered. */
-	u8 peer_initiator_depth;
-	u8 peer_responder_resources;
+	/*
+	 * A passive endpoint's RDMA READ/atomic depths as the request offered
+	 * them, already from our side (the CM swaps the peer's fields): at
+	 * most @req_initiator_depth reads of ours in flight, at most
+	 * @req_responder_resources of the peer's.
+	 */
+	u8 req_initiator_depth;
+	u8 req_responder_resources;
 	struct sockaddr_storage peer_addr;
 	void *priv;
 

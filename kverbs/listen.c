@@ -90,8 +90,8 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	ep->peer_node = node;
 	ep->peer_depth = depth;
 	ep->peer_max_msg = max_msg;
-	ep->peer_initiator_depth = ev->param.conn.initiator_depth;
-	ep->peer_responder_resources = ev->param.conn.responder_resources;
+	ep->req_initiator_depth = ev->param.conn.initiator_depth;
+	ep->req_responder_resources = ev->param.conn.responder_resources;
 	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
 	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
 	/* Every later event of @id is the endpoint's. */

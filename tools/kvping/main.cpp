@@ -54,7 +54,8 @@ struct Options {
     std::uint32_t node_id = 2;
     std::uint16_t depth = 16;          // receives we post, each max_msg bytes
     std::uint32_t max_msg = 4096;
-    std::uint8_t rd_atomic = 0;        // RDMA READ/atomic depths we offer (we issue none)
+    std::uint8_t initiator_depth = 0;  // RDMA READ/atomic depths we offer (we issue none)
+    std::uint8_t responder_resources = 0;
     std::string bad;                   // empty: announce valid private data
     std::string bad_msg;               // empty: send valid kvmsg headers
     std::chrono::milliseconds timeout = 10000ms;
@@ -71,8 +72,9 @@ void usage(std::FILE *out)
         "  --node-id N         our node id (default 2)\n"
         "  --depth D           receive buffers we post and announce (default 16)\n"
         "  --max-msg M         largest message we accept (default 4096)\n"
-        "  --rd-atomic N       RDMA READ/atomic depths we offer, as initiator and as\n"
-        "                      responder (default 0); the peer's answer is printed\n"
+        "  --rd-atomic I[/R]   RDMA READ/atomic depths we offer: I as initiator, R as\n"
+        "                      responder (default 0; R defaults to I); the peer's\n"
+        "                      answer is printed from our side\n"
         "  --bad KIND          announce malformed private data, to test the peer's\n"
         "                      validation: magic|version|flags|reserved|node|depth|msg|short\n"
         "                      (short sends 8 bytes; IB/RoCE CMs zero-pad it, so the\n"
@@ -149,7 +151,14 @@ Options parse_args(int argc, char **argv)
         case o_node: o.node_id = kvping::parse_num<std::uint32_t>("--node-id", arg, 1, u32max); break;
         case o_depth: o.depth = kvping::parse_num<std::uint16_t>("--depth", arg, KVERBS_CM_MIN_DEPTH, KVERBS_CM_MAX_DEPTH); break;
         case o_max_msg: o.max_msg = kvping::parse_num<std::uint32_t>("--max-msg", arg, KVERBS_CM_MIN_MSG, KVERBS_CM_MAX_MSG); break;
-        case o_rd_atomic: o.rd_atomic = kvping::parse_num<std::uint8_t>("--rd-atomic", arg, 0, 16); break;
+        case o_rd_atomic: {
+            const auto slash = arg.find('/');
+            o.initiator_depth = kvping::parse_num<std::uint8_t>("--rd-atomic", arg.substr(0, slash), 0, 16);
+            o.responder_resources = slash == std::string_view::npos
+                ? o.initiator_depth
+                : kvping::parse_num<std::uint8_t>("--rd-atomic", arg.substr(slash + 1), 0, 16);
+            break;
+        }
         case o_bad: o.bad = arg; break;
         case o_bad_msg: o.bad_msg = arg; break;
         case o_timeout: o.timeout = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
@@ -278,8 +287,8 @@ bool Client::connect()
     rdma_conn_param param{};
     param.private_data = priv.data();
     param.private_data_len = static_cast<std::uint8_t>(priv.size());
-    param.initiator_depth = opt_.rd_atomic;
-    param.responder_resources = opt_.rd_atomic;
+    param.initiator_depth = opt_.initiator_depth;
+    param.responder_resources = opt_.responder_resources;
     param.retry_count = 7;
     param.rnr_retry_count = 7;  // infinite: never fail a send on a busy peer
     if (rdma_connect(id_.get(), &param) != 0)
@@ -305,7 +314,8 @@ bool Client::connect()
                     std::string(kvwire::reason_name(peer.reason)) + ": " + peer.message);
     std::printf("kvping: accepted by node %u depth %u max_msg %u\n", peer.value.node_id,
                 unsigned{peer.value.depth}, peer.value.max_msg);
-    // The acceptor's answer to our offer (REP): at most what we offered.
+    // The acceptor's answer to our offer (REP), from our side as the CM
+    // hands it over: at most what we offered, each depth for itself.
     std::printf("kvping: peer's RDMA READ depths: initiator %u responder %u\n",
                 unsigned{ev->param.conn.initiator_depth},
                 unsigned{ev->param.conn.responder_resources});
