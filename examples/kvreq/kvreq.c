@@ -9,8 +9,9 @@
  *   insmod kvreq.ko server=10.77.0.1 [port=18515] [count=100] [size=256]
  *
  * The insmod fails with the first error; on success the module stays
- * loaded, idle, until rmmod, and the log says how many round trips it
- * made.  Copy it: nothing here knows more about kverbs than its headers.
+ * loaded, idle (it holds a reference to kverbs.ko), until rmmod, and the
+ * log says how many round trips it made.  Copy it: nothing here knows
+ * more about kverbs than its headers.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -40,9 +41,16 @@ static uint node_id = 9;
 module_param(node_id, uint, 0444);
 MODULE_PARM_DESC(node_id, "our node id, non-zero");
 
-/* One request in flight: the handler copies its reply here. */
+/*
+ * One request in flight: the handler copies the reply to request @seq
+ * here.  @lock orders the handler (softirq) against the task's next
+ * request; @error is set when the connection goes.
+ */
 struct kvreq_call {
+	spinlock_t lock;		/* see above */
 	struct completion done;
+	u32 seq;
+	int error;
 	u32 len;
 	u8 reply[];
 };
@@ -51,16 +59,39 @@ static int kvreq_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		      enum kvmsg_ctx ctx)
 {
 	struct kvreq_call *call = kverbs_ep_priv(ep);
+	const struct kping_msg *m = kvmsg_rx_data(rx);
 	u32 len = kvmsg_rx_len(rx);
+	int ret = 0;
 
-	/* A reply longer than the request cannot be ours: drop the peer. */
-	if (len > size)
-		return -EMSGSIZE;
-	memcpy(call->reply, kvmsg_rx_data(rx), len);
-	call->len = len;
-	complete(&call->done);
-	return 0;
+	/* Anything but the reply to the request in flight: drop the peer. */
+	if (len != size || be32_to_cpu(m->magic) != KPING_MAGIC)
+		return -EBADMSG;
+	spin_lock_bh(&call->lock);
+	if (be32_to_cpu(m->seq) != call->seq || completion_done(&call->done)) {
+		ret = -EBADMSG;
+	} else {
+		memcpy(call->reply, m, len);
+		call->len = len;
+		complete(&call->done);
+	}
+	spin_unlock_bh(&call->lock);
+	return ret;
 }
+
+/* The connection went: wake the task instead of letting it time out. */
+static void kvreq_disconnected(struct kverbs_ep *ep, int err)
+{
+	struct kvreq_call *call = kverbs_ep_priv(ep);
+
+	spin_lock_bh(&call->lock);
+	call->error = err ?: -ECONNRESET;
+	complete(&call->done);
+	spin_unlock_bh(&call->lock);
+}
+
+static const struct kverbs_domain_ops kvreq_ops = {
+	.disconnected = kvreq_disconnected,
+};
 
 static void kvreq_send_done(struct kverbs_ep *ep, void *cookie, int status)
 {
@@ -71,17 +102,19 @@ static const struct kvmsg_ops kvreq_msg_ops = {
 	.send_done = kvreq_send_done,
 };
 
-/* Request @seq: the kping header and a payload that names @seq. */
+/* Request @seq in kping's format: its payload pattern and FNV-1a. */
 static void kvreq_fill(struct kping_msg *m, u32 seq)
 {
-	u32 i, payload = size - sizeof(*m);
+	u32 i, h = KPING_FNV_BASIS, payload = size - sizeof(*m);
 
 	m->magic = cpu_to_be32(KPING_MAGIC);
 	m->seq = cpu_to_be32(seq);
 	m->len = cpu_to_be32(payload);
-	m->check = 0;
-	for (i = 0; i < payload; i++)
-		m->payload[i] = (u8)(seq + i);
+	for (i = 0; i < payload; i++) {
+		m->payload[i] = (u8)(seq * 31 + i * 7 + 1);
+		h = (h ^ m->payload[i]) * KPING_FNV_PRIME;
+	}
+	m->check = cpu_to_be32(h);
 }
 
 static int kvreq_round_trip(struct kverbs_ep *ep, struct kvreq_call *call,
@@ -90,7 +123,16 @@ static int kvreq_round_trip(struct kverbs_ep *ep, struct kvreq_call *call,
 	struct kvmsg_buf *b;
 	int ret;
 
+	long left;
+
+	spin_lock_bh(&call->lock);
+	if (call->error) {
+		spin_unlock_bh(&call->lock);
+		return call->error;
+	}
+	call->seq = seq;
 	reinit_completion(&call->done);
+	spin_unlock_bh(&call->lock);
 	b = kvmsg_reserve(ep, size, 0);	/* sleeps for a buffer or a credit */
 	if (IS_ERR(b))
 		return PTR_ERR(b);
@@ -98,26 +140,40 @@ static int kvreq_round_trip(struct kverbs_ep *ep, struct kvreq_call *call,
 	ret = kvmsg_send(b, size, 0, NULL);	/* the buffer is kvmsg's now */
 	if (ret)
 		return ret;
-	/* Bounded: a reply, or the endpoint's teardown after ~4 s of retries. */
-	if (!wait_for_completion_timeout(&call->done, 10 * HZ))
+	/*
+	 * Bounded and killable: the reply, the connection's end (a vanished
+	 * peer fails it after about 4 s of retries), a fatal signal to
+	 * insmod, or 10 s.
+	 */
+	left = wait_for_completion_killable_timeout(&call->done, 10 * HZ);
+	if (left < 0)
+		return left;
+	if (!left)
 		return -ETIMEDOUT;
-	return 0;
+	return call->error;
 }
 
+/* The echo of request @seq, checked in place: header, pattern, FNV-1a. */
 static int kvreq_check(const struct kvreq_call *call, u32 seq)
 {
-	u8 want[sizeof(struct kping_msg) + 64];
-	u32 n = min_t(u32, size, sizeof(want));
+	const struct kping_msg *m = (const struct kping_msg *)call->reply;
+	u32 i, h = KPING_FNV_BASIS, payload = size - sizeof(*m);
 
-	if (call->len != size)
+	if (call->len != size || be32_to_cpu(m->seq) != seq ||
+	    be32_to_cpu(m->len) != payload)
 		return -EBADMSG;
-	kvreq_fill((struct kping_msg *)want, seq);	/* the first bytes */
-	return memcmp(call->reply, want, n) ? -EBADMSG : 0;
+	for (i = 0; i < payload; i++) {
+		if (m->payload[i] != (u8)(seq * 31 + i * 7 + 1))
+			return -EBADMSG;
+		h = (h ^ m->payload[i]) * KPING_FNV_PRIME;
+	}
+	return be32_to_cpu(m->check) == h ? 0 : -EBADMSG;
 }
 
 static int __init kvreq_init(void)
 {
 	struct kverbs_domain_attr attr = {
+		.ops = &kvreq_ops,
 		.msg = &kvreq_msg_ops,
 		.name = "kvreq",
 		.node_id = node_id,
@@ -133,7 +189,7 @@ static int __init kvreq_init(void)
 	u32 seq;
 	int ret;
 
-	if (!server || size < sizeof(struct kping_msg) + 64 ||
+	if (!server || size < sizeof(struct kping_msg) ||
 	    size > attr.max_msg || !count)
 		return -EINVAL;
 	snprintf(portstr, sizeof(portstr), "%u", port);
@@ -143,6 +199,7 @@ static int __init kvreq_init(void)
 	call = kzalloc(struct_size(call, reply, size), GFP_KERNEL);
 	if (!call)
 		return -ENOMEM;
+	spin_lock_init(&call->lock);
 	init_completion(&call->done);
 
 	dom = kverbs_domain_create(&attr);
