@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * Domains: a protection domain, one completion queue shared by every
- * endpoint, one set of callbacks and one workqueue for process-context work.
+ * endpoint, one set of callbacks, and two workqueues: @wq for deferred
+ * message handling, @down_wq for endpoint teardowns (which flush @wq).
  *
  * A domain binds to a device lazily, when its first endpoint resolves a
  * route or accepts a connection, because rdma_cm picks the device from the
@@ -25,8 +26,9 @@ static void kverbs_domain_free_work(struct work_struct *work)
 	struct kverbs_domain *dom = container_of(work, struct kverbs_domain,
 						 free_work);
 
-	destroy_workqueue(dom->down_wq);
+	/* @wq's handlers may queue teardowns: it goes first. */
 	destroy_workqueue(dom->wq);
+	destroy_workqueue(dom->down_wq);
 	kfree(dom);
 }
 

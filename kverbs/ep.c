@@ -3,7 +3,8 @@
  * RC endpoints: life cycle, the state machine, teardown and accessors.
  * The rdma_cm side (connect, accept, the QP) is in connect.c.
  *
- * Teardown order (one function, run once, always on the domain workqueue):
+ * Teardown order (one function, run once, always on the domain's teardown
+ * workqueue, down_wq, never on the deferral workqueue whose work it flushes):
  * state -> CLOSING under ep->lock (no new posts) -> rdma_disconnect ->
  * ib_drain_qp (every posted WR, signaled or not, has completed or flushed)
  * -> reclaim the ledger's tail -> upper ->stop -> destroy QP, unmap

@@ -215,12 +215,14 @@ static void kverbs_grant_free(struct kverbs_grant *g, bool invalidate);
  * keys work on @ep's connection only; they die with kverbs_grant_revoke(),
  * kverbs_region_destroy() or the endpoint's teardown.
  *
- * Context: process; sleeps.
- * Not concurrently with kverbs_region_destroy() of @r.
+ * Context: process; sleeps, for the registration's completions: at most
+ * 10 s, after which the endpoint is failed and the call waits for its
+ * teardown's drain.  Not concurrently with kverbs_region_destroy() of @r.
  *
  * Return: the grant, or ERR_PTR: -EINVAL (bad @access, another domain's
  * region), -ENOMEM, -ENOTCONN or the endpoint's error, -ENODEV (the
- * domain has no device), -EINTR, or a provider error.
+ * domain has no device), -EINTR, -ETIMEDOUT (the registration did not
+ * complete in 10 s; the endpoint is closed), or a provider error.
  */
 struct kverbs_grant *kverbs_region_grant(struct kverbs_region *r,
 					 struct kverbs_ep *ep, u32 access)

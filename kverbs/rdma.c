@@ -32,13 +32,13 @@ static int kverbs_rdma_post(struct kverbs_ep *ep, struct ib_send_wr *wr,
 	return ret;
 }
 
-/* The local SGEs and the remote bounds of @rop, checked; or -errno. */
 /* Operations whose responder's answer the device writes into our memory. */
 static bool opcode_writes_local(enum ib_wr_opcode opcode)
 {
 	return opcode != IB_WR_RDMA_WRITE;
 }
 
+/* The local SGEs and the remote bounds of @rop, checked; or -errno. */
 static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			     const struct kverbs_rdma_op *rop, u32 len,
 			     struct ib_sge *sge, int max)

@@ -202,7 +202,7 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
  * @done: called once when the read completed (0: the pages hold the data)
  *	or failed (-errno: their contents are undefined), after the pages are
  *	unmapped; required (the pages may be reused only after it ran);
- *	it runs in softirq, or in process context during teardown
+ *	it runs in softirq, or in process context during teardown.
  * @ctx: passed to @done
  * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
