@@ -159,7 +159,7 @@ class Node:
                     return None
                 self.cond.wait(min(left, 0.5))
 
-    def console_tail(self, n=25):
+    def console_tail(self, n=50):
         try:
             text = self.console_path.read_text(errors="replace")
         except OSError:

@@ -7,6 +7,11 @@ reason, so a run that silently tests less shows it in its last line,
 import time
 
 
+# Lines of a failure's detail repeated in the summary.
+FIRST_FAIL_LINES = 60
+OTHER_FAIL_LINES = 12
+
+
 class Results:
     def __init__(self):
         self.cases = []          # (suite, name, ok, detail)
@@ -57,8 +62,18 @@ class Results:
             lines.append("skipped:")
             lines += [f"  {s}: {n} ({why})" for s, n, why in self.skips]
         if fails:
+            # CI keeps only the tail of the log: each failure's detail
+            # (for a dead guest, its console tail) is repeated here so the
+            # kept part says what happened, the first failure in full.
             lines.append("failed:")
-            lines += [f"  {s}: {n}" for s, n, _, _ in fails]
+            for i, (s, n, _, detail) in enumerate(fails):
+                lines.append(f"  {s}: {n}")
+                text = str(detail).splitlines()
+                keep = FIRST_FAIL_LINES if i == 0 else OTHER_FAIL_LINES
+                if len(text) > keep:
+                    text = text[:keep // 3] + ["        [...]"] + \
+                        text[-(keep - keep // 3):]
+                lines += ["        " + l for l in text]
         lines.append(f"{self.passed} passed, {self.failed} failed, "
                      f"{self.skipped} skipped")
         return "\n".join(lines)

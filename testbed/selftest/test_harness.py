@@ -444,6 +444,23 @@ class ResultsSkips(unittest.TestCase):
                          "1 passed, 0 failed, 0 skipped")
         self.assertNotIn("skipped:", res.summary())
 
+    def test_failure_detail_in_summary(self):
+        """CI keeps only the log's tail: the summary repeats a failure's
+        detail (a dead guest's console tail), long ones cut in the
+        middle, the last lines kept."""
+        res = Results()
+        long = "\n".join(f"console {i}" for i in range(200))
+        with redirect_stdout(io.StringIO()):
+            res.add("s", "cluster run", False, "node0: guest stopped\n" + long)
+            res.add("s", "other", False, "short reason")
+        text = res.summary()
+        self.assertIn("  s: cluster run\n        node0: guest stopped", text)
+        self.assertIn("        console 199", text)
+        self.assertNotIn("console 100\n", text)
+        self.assertIn("        [...]", text)
+        self.assertIn("  s: other\n        short reason", text)
+        self.assertEqual(text.splitlines()[-1], "0 passed, 2 failed, 0 skipped")
+
 
 
 class DsmFaultTable(unittest.TestCase):
