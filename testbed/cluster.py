@@ -274,7 +274,11 @@ class Cluster:
         self.overlay = overlay
         self.boot_timeout = boot_timeout
         self.port_base = port_base
-        self.mem_mb, self.smp, self.append = mem_mb, smp, append
+        # KVLAB_GUEST_APPEND: extra kernel arguments for every guest of
+        # every cluster, for a hunt (slub_debug=FZPU page_poison=1, ...).
+        extra = os.environ.get("KVLAB_GUEST_APPEND", "").strip()
+        self.mem_mb, self.smp = mem_mb, smp
+        self.append = " ".join(a for a in (append, extra) if a)
         self.machine = machine
         # one raw image (or None) per node, the guest's /dev/vda
         # (testbed/fcache_env.py make_disk); O_DIRECT on the host file
