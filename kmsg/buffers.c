@@ -267,6 +267,7 @@ const struct kverbs_upper_ops kvmsg_upper_ops = {
 	.start = kvmsg_ep_start,
 	.connected = kvmsg_ep_connected,
 	.opened = kvmsg_ep_opened,
+	.send_auth = kvmsg_send_auth_locked,
 	.stop = kvmsg_ep_stop,
 	.release = kvmsg_ep_release,
 	.free = kvmsg_ep_free,

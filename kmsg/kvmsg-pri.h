@@ -56,6 +56,7 @@ size_t kvmsg_ep_mem(const struct kverbs_ep *ep);
 
 /* send.c */
 int kvmsg_flush_locked(struct kverbs_ep *ep);
+int kvmsg_send_auth_locked(struct kverbs_ep *ep, const void *proof, u32 len);
 void kvmsg_fail_pending(struct kverbs_ep *ep);
 extern const struct kverbs_wr_ops kvmsg_buf_wr_ops;
 

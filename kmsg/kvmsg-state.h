@@ -59,6 +59,7 @@ struct kvmsg_rx {
 	u64 dma;
 	u32 len;
 	u32 seq;
+	u8 type;		/* enum kvmsg_type, of the message it holds */
 	bool kept;
 	bool in_handler;
 	struct list_head node;
@@ -81,6 +82,7 @@ struct kvmsg_buf {
 	void *cookie;
 	enum kvmsg_buf_state state;
 	bool ctrl;		/* the endpoint's credit-message buffer */
+	bool auth;		/* carries our proof (KVMSG_TYPE_AUTH) */
 	struct list_head node;	/* free list or pending list */
 };
 

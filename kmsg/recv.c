@@ -226,12 +226,25 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	rx->seq = m->rx_seq++;
+	rx->type = type;
 	trace_kvmsg_recv(ep, rx->seq, rx->len, credits, type, false);
+
+	/*
+	 * An accepted endpoint of a keyed domain takes its peer's proof
+	 * first and nothing before it; a proof anywhere else is an error.
+	 * Checked before the message's credits count: a failure tears down.
+	 */
+	if (unlikely(type == KVMSG_TYPE_AUTH || kverbs_ep_auth_pending(ep)) &&
+	    kverbs_ep_auth_check(ep, type == KVMSG_TYPE_AUTH,
+				 kvmsg_rx_data(rx), rx->len))
+		return;
 
 	/*
 	 * One critical section for the grant and the order check: a data
 	 * message that must wait (before ->connected, or behind deferred
-	 * ones) joins the backlog here.
+	 * ones) joins the backlog here.  So does a proof that arrives before
+	 * ->connected (always, since ->connected waits for it): its buffer is
+	 * re-posted from the backlog, once re-posting is allowed.
 	 */
 	spin_lock_bh(&ep->lock);
 	m->stats.received++;
@@ -241,7 +254,7 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		m->stats.credits_received += credits;
 	if (!ret && credits)
 		ret = kvmsg_flush_locked(ep);
-	queued = !ret && type == KVMSG_TYPE_DATA &&
+	queued = !ret && type != KVMSG_TYPE_CREDIT &&
 		 (ep->state != KVERBS_EP_CONNECTED ||
 		  kvmsg_backlog_must_queue(&m->backlog));
 	if (queued)
@@ -256,9 +269,10 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 
-	if (type == KVMSG_TYPE_CREDIT)
+	if (type == KVMSG_TYPE_CREDIT ||
+	    (type == KVMSG_TYPE_AUTH && !queued))
 		kvmsg_repost(ep, rx);
-	else
+	else if (type == KVMSG_TYPE_DATA)
 		kvmsg_dispatch(ep, rx, polled ? KVMSG_CTX_POLL :
 			      KVMSG_CTX_SOFTIRQ, queued);
 }
@@ -282,6 +296,11 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
 			return;
 		if (!live)
 			continue;
+		/* A proof waited here only for its buffer to be re-posted. */
+		if (rx->type == KVMSG_TYPE_AUTH) {
+			kvmsg_repost(ep, rx);
+			continue;
+		}
 		if (kvmsg_call_handler(ep, rx, KVMSG_CTX_PROCESS, &defer))
 			kvmsg_repost(ep, rx);
 		cond_resched();

@@ -113,6 +113,7 @@ static void kvmsg_put_free_locked(struct kvmsg_ep *m, struct kvmsg_buf *b)
 	b->state = KVMSG_BUF_FREE;
 	b->flags = 0;
 	b->cookie = NULL;
+	b->auth = false;
 	if (b->ctrl)
 		return;
 	list_add(&b->node, &m->tx_free);
@@ -128,6 +129,8 @@ static int kvmsg_post_locked(struct kverbs_ep *ep, struct kvmsg_buf *b)
 {
 	struct kvmsg_ep *m = &ep->msg;
 	struct ib_send_wr wr = {};
+	u8 type = b->ctrl ? KVMSG_TYPE_CREDIT :
+		  b->auth ? KVMSG_TYPE_AUTH : KVMSG_TYPE_DATA;
 	struct ib_sge sge;
 	bool sig = false;
 	u16 grant;
@@ -135,8 +138,7 @@ static int kvmsg_post_locked(struct kverbs_ep *ep, struct kvmsg_buf *b)
 
 	if (!kvmsg_credit_take(&m->credit, &grant))
 		return -EAGAIN;
-	kvmsg_hdr_fill(b->data, b->ctrl ? KVMSG_TYPE_CREDIT : KVMSG_TYPE_DATA,
-		       grant, m->tx_seq, b->len);
+	kvmsg_hdr_fill(b->data, type, grant, m->tx_seq, b->len);
 	sge.addr = b->dma;
 	sge.length = sizeof(struct kvmsg_hdr) + b->len;
 	sge.lkey = kverbs_ep_lkey(ep);
@@ -153,8 +155,7 @@ static int kvmsg_post_locked(struct kverbs_ep *ep, struct kvmsg_buf *b)
 		m->credit.ungranted += grant;
 		return ret;
 	}
-	trace_kvmsg_send(ep, m->tx_seq, b->len, grant,
-			 b->ctrl ? KVMSG_TYPE_CREDIT : KVMSG_TYPE_DATA, sig);
+	trace_kvmsg_send(ep, m->tx_seq, b->len, grant, type, sig);
 	m->tx_seq++;
 	b->state = KVMSG_BUF_POSTED;
 	m->stats.sent++;
@@ -203,6 +204,42 @@ int kvmsg_flush_locked(struct kverbs_ep *ep)
 			return ret;
 	}
 	return 0;
+}
+
+/**
+ * kvmsg_send_auth_locked - queue our proof as the endpoint's first message
+ * @ep: authenticated active endpoint becoming CONNECTED
+ * @proof: KVERBS_CM_PROOF_LEN bytes
+ * @len: bytes of @proof
+ *
+ * The kverbs_upper_ops.send_auth hook.  Nothing was sent on @ep yet, so
+ * a buffer is free and the message takes sequence number 0; it needs a
+ * credit like any message and the peer announced at least
+ * KVERBS_CM_MIN_DEPTH.
+ *
+ * Context: any, ep->lock held.
+ * Return: 0 when queued (posted, or waiting for a credit), -ENOBUFS, or
+ * the provider's error.
+ */
+int kvmsg_send_auth_locked(struct kverbs_ep *ep, const void *proof, u32 len)
+{
+	struct kvmsg_ep *m = &ep->msg;
+	struct kvmsg_buf *b;
+
+	lockdep_assert_held(&ep->lock);
+	b = kvmsg_get_free_locked(m);
+	if (WARN_ON_ONCE(!b || m->tx_seq || len > m->buf_size -
+			 sizeof(struct kvmsg_hdr))) {
+		if (b)
+			kvmsg_put_free_locked(m, b);
+		return -ENOBUFS;
+	}
+	memcpy(kvmsg_buf_data(b), proof, len);
+	b->len = len;
+	b->auth = true;
+	b->state = KVMSG_BUF_PENDING;
+	list_add_tail(&b->node, &m->pending);
+	return kvmsg_flush_locked(ep);
 }
 
 /**

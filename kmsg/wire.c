@@ -63,7 +63,8 @@ EXPORT_SYMBOL_IF_KUNIT(kvmsg_hdr_fill);
  * @type: set to the message type
  *
  * The credit amount is checked against the credit state by
- * kvmsg_credit_receive(); everything else is checked here.
+ * kvmsg_credit_receive(), and whether a KVMSG_TYPE_AUTH may come by
+ * kverbs_ep_auth_check(); everything else is checked here.
  *
  * Context: any.
  * Return: KVMSG_WIRE_OK, or the first violation found.
@@ -77,7 +78,8 @@ enum kvmsg_wire_err kvmsg_hdr_check(const void *buf, u32 byte_len, u32 seq,
 
 	if (byte_len < sizeof(*h))
 		return KVMSG_WIRE_SHORT;
-	if (h->type != KVMSG_TYPE_DATA && h->type != KVMSG_TYPE_CREDIT)
+	if (h->type != KVMSG_TYPE_DATA && h->type != KVMSG_TYPE_CREDIT &&
+	    h->type != KVMSG_TYPE_AUTH)
 		return KVMSG_WIRE_TYPE;
 	if (h->flags || h->reserved)
 		return KVMSG_WIRE_FLAGS;

@@ -72,9 +72,10 @@ static void m_version(struct kverbs_cm_priv *p)
 	p->version = cpu_to_be16(KVERBS_CM_VERSION + 1);
 }
 
+/* Any bit but KVERBS_CM_F_AUTH */
 static void m_flags(struct kverbs_cm_priv *p)
 {
-	p->flags = cpu_to_be16(1);
+	p->flags = cpu_to_be16(2);
 }
 
 static void m_reserved(struct kverbs_cm_priv *p)
@@ -215,7 +216,7 @@ static enum kverbs_cm_reason cm_ref_verdict(const struct kverbs_cm_fields *f)
 		return KVERBS_CM_EMAGIC;
 	if (f->version != KVERBS_CM_VERSION)
 		return KVERBS_CM_EVERSION;
-	if (f->flags || f->reserved)
+	if ((f->flags & ~KVERBS_CM_F_AUTH) || f->reserved)
 		return KVERBS_CM_EFLAGS;
 	if (!f->node)
 		return KVERBS_CM_ENODE;

@@ -717,6 +717,10 @@ static void kvmsg_hdr_each_violation(struct kunit *test)
 	n = sizeof(buf);
 	h->type = 0;
 	CHECK(KVMSG_WIRE_TYPE, 0, 64);
+	h->type = KVMSG_TYPE_AUTH + 1;
+	CHECK(KVMSG_WIRE_TYPE, 0, 64);
+	h->type = KVMSG_TYPE_AUTH;	/* well formed; kverbs decides the rest */
+	CHECK(KVMSG_WIRE_OK, 0, 64);
 	h->type = KVMSG_TYPE_DATA;
 	h->flags = 0x80;
 	CHECK(KVMSG_WIRE_FLAGS, 0, 64);
@@ -759,7 +763,9 @@ static enum kvmsg_wire_err kvmsg_hdr_ref(const struct kvmsg_hdr_fields *f,
 {
 	if (f->byte_len < sizeof(struct kvmsg_hdr))
 		return KVMSG_WIRE_SHORT;
-	if (f->type != KVMSG_TYPE_DATA && f->type != KVMSG_TYPE_CREDIT)
+	/* KVMSG_TYPE_AUTH's place and size are kverbs_ep_auth_check()'s. */
+	if (f->type != KVMSG_TYPE_DATA && f->type != KVMSG_TYPE_CREDIT &&
+	    f->type != KVMSG_TYPE_AUTH)
 		return KVMSG_WIRE_TYPE;
 	if (f->flags || f->reserved)
 		return KVMSG_WIRE_FLAGS;
@@ -788,8 +794,8 @@ static void kvmsg_hdr_mutate(struct rnd_state *rnd, struct kvmsg_hdr_fields *f,
 			     u32 seq)
 {
 	const u32 seqs[] = { seq, seq - 1, seq + 1, swab32(seq) };
-	static const u32 types[] = { 0, KVMSG_TYPE_DATA, KVMSG_TYPE_CREDIT, 3,
-				     0xff };
+	static const u32 types[] = { 0, KVMSG_TYPE_DATA, KVMSG_TYPE_CREDIT,
+				     KVMSG_TYPE_AUTH, 4, 0xff };
 	static const u32 bits[] = { 0, 1, 0x80, 0x80000000 };
 	static const u32 credits[] = { 1, 0xffff };
 	static const u32 lens[] = { 0, 1, KVMSG_HDR_MAX - 1, KVMSG_HDR_MAX,

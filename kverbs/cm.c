@@ -20,6 +20,7 @@ static const char * const kverbs_cm_reasons[KVERBS_CM_REASON_MAX] = {
 	[KVERBS_CM_EBUSY]	= "no resources to accept",
 	[KVERBS_CM_ENOLISTEN]	= "not accepting connections",
 	[KVERBS_CM_EREFUSED]	= "refused by the listener's client",
+	[KVERBS_CM_EAUTH]	= "authentication asked for by one side only",
 };
 
 /**
@@ -87,7 +88,7 @@ enum kverbs_cm_reason kverbs_cm_priv_parse(const void *data, unsigned int len,
 		return KVERBS_CM_EMAGIC;
 	if (be16_to_cpu(p.version) != KVERBS_CM_VERSION)
 		return KVERBS_CM_EVERSION;
-	if (p.flags || p.reserved)
+	if ((be16_to_cpu(p.flags) & ~KVERBS_CM_F_AUTH) || p.reserved)
 		return KVERBS_CM_EFLAGS;
 	node = be32_to_cpu(p.node_id);
 	if (!node)
@@ -105,6 +106,42 @@ enum kverbs_cm_reason kverbs_cm_priv_parse(const void *data, unsigned int len,
 	return KVERBS_CM_OK;
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_cm_priv_parse);
+
+/**
+ * kverbs_cm_auth_parse - the authentication part of a valid announcement
+ * @data: private data that kverbs_cm_priv_parse() accepted
+ * @len: its length
+ * @want: this side authenticates its peers
+ * @auth: the peer's nonce and proof, written only on success with @want
+ *
+ * Both sides must agree: a keyed side refuses a peer that does not
+ * authenticate, and a side without a key cannot answer one that does.
+ *
+ * Context: any.
+ * Return: KVERBS_CM_OK, KVERBS_CM_EAUTH when the sides disagree, or
+ * KVERBS_CM_ESHORT when the part is cut short.
+ */
+enum kverbs_cm_reason kverbs_cm_auth_parse(const void *data, unsigned int len,
+					   bool want,
+					   struct kverbs_cm_auth *auth)
+{
+	struct kverbs_cm_wire w;
+	bool has;
+
+	if (!data || len < sizeof(w.priv))
+		return KVERBS_CM_ESHORT;
+	memcpy(&w.priv, data, sizeof(w.priv));
+	has = be16_to_cpu(w.priv.flags) & KVERBS_CM_F_AUTH;
+	if (has != want)
+		return KVERBS_CM_EAUTH;
+	if (!has)
+		return KVERBS_CM_OK;
+	if (len < sizeof(w))
+		return KVERBS_CM_ESHORT;
+	memcpy(auth, (const u8 *)data + sizeof(w.priv), sizeof(*auth));
+	return KVERBS_CM_OK;
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_cm_auth_parse);
 
 /**
  * kverbs_cm_rej_parse - extract the reason from a kverbs reject

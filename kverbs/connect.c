@@ -6,7 +6,9 @@
  *
  * Both sides announce node id, receive depth and largest message in the
  * private data (cm.c); the active side learns the peer's announcement from
- * the accept, the passive side from the request (listen.c).
+ * the accept, the passive side from the request (listen.c).  In a keyed
+ * domain the private data also carries the nonces and the accepting
+ * side's proof (auth.c).
  */
 #include "kverbs-pri.h"
 #include "kverbs_trace.h"
@@ -123,16 +125,26 @@ out:
 /* RC transport retries; see kverbs_conn_param() */
 #define KVERBS_RETRY		6
 
-static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
-			      struct rdma_conn_param *param)
+/* Return: 0, or the crypto API's error computing an accept's proof. */
+static int kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_wire *w,
+			     struct rdma_conn_param *param)
 {
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_device_attr *attrs = &ep->cm_id->device->attrs;
+	int ret = 0;
 
-	kverbs_cm_priv_fill(priv, dom->node_id, dom->depth, dom->max_msg);
+	kverbs_cm_priv_fill(&w->priv, dom->node_id, dom->depth, dom->max_msg);
 	memset(param, 0, sizeof(*param));
-	param->private_data = priv;
-	param->private_data_len = sizeof(*priv);
+	param->private_data = w;
+	param->private_data_len = sizeof(w->priv);
+	if (dom->auth_tfm) {
+		w->priv.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
+		param->private_data_len = sizeof(*w);
+		if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+			ret = kverbs_ep_auth_accept(ep, &w->auth);
+		else
+			kverbs_ep_auth_request(ep, &w->auth);
+	}
 	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
 	/*
@@ -165,6 +177,7 @@ static void kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_priv *priv,
 				 clamp(READ_ONCE(kverbs_ack_timeout), 1U, 31U)))
 		pr_warn_once("cannot set the RC ack timeout; the CM's default applies\n");
 	param->rnr_retry_count = min(READ_ONCE(kverbs_rnr_retry), 7U);
+	return ret;
 }
 
 /**
@@ -182,11 +195,13 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 {
 	struct rdma_cm_id *id = ep->cm_id;
 	struct rdma_conn_param param;
-	struct kverbs_cm_priv priv;
+	struct kverbs_cm_wire w;
 	int ret;
 
-	kverbs_conn_param(ep, &priv, &param);
-	ret = rdma_accept(id, &param);
+	ret = kverbs_conn_param(ep, &w, &param);
+	if (!ret)
+		ret = rdma_accept(id, &param);
+	memzero_explicit(&w.auth, sizeof(w.auth));
 	trace_kverbs_ep_accept(ep, ret);
 	if (ret) {
 		kverbs_ep_log(warn, ep, "accept of node %u from %pISpc failed: %d\n",
@@ -199,22 +214,32 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 		kverbs_ep_connected(ep);
 }
 
-/* Active side: the server's accept carries its announcement. */
+/*
+ * Active side: the server's accept carries its announcement and, in a
+ * keyed domain, its proof, which must be good before ->connected.
+ */
 static void kverbs_ep_established_active(struct kverbs_ep *ep,
 					 struct rdma_cm_event *ev)
 {
+	const void *data = ev->param.conn.private_data;
+	u8 len = ev->param.conn.private_data_len;
 	enum kverbs_cm_reason reason;
+	struct kverbs_cm_auth auth;
 
-	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
-				      ev->param.conn.private_data_len,
-				      &ep->peer_node, &ep->peer_depth,
-				      &ep->peer_max_msg);
+	reason = kverbs_cm_priv_parse(data, len, &ep->peer_node,
+				      &ep->peer_depth, &ep->peer_max_msg);
+	if (reason == KVERBS_CM_OK)
+		reason = kverbs_cm_auth_parse(data, len,
+					      !!ep->dom->auth_tfm, &auth);
 	if (reason != KVERBS_CM_OK) {
 		kverbs_ep_log(warn, ep, "peer %pISpc accepted with bad parameters: %s\n",
 			      &ep->peer_addr, kverbs_cm_reason_str(reason));
-		kverbs_ep_fail(ep, -EPROTO);
+		kverbs_ep_fail(ep, reason == KVERBS_CM_EAUTH ? -EACCES :
+				   -EPROTO);
 		return;
 	}
+	if (ep->dom->auth_tfm && kverbs_ep_auth_established(ep, &auth))
+		return;
 	kverbs_ep_connected(ep);
 }
 
@@ -228,25 +253,27 @@ static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
 	data = rdma_consumer_reject_data(id, ev, &len);
 	if (data)
 		reason = kverbs_cm_rej_parse(data, len);
+	if (reason == KVERBS_CM_EAUTH)
+		atomic64_inc(&ep->dom->auth_failures);
 	trace_kverbs_rejected(ep->dom, ep->id, &ep->peer_addr,
 			      kverbs_cm_reason_str(reason), ev->status);
 	kverbs_ep_log(warn, ep, "connection to %pISpc refused: %s (cm status %d)\n", &ep->peer_addr,
 		      kverbs_cm_reason_str(reason), ev->status);
-	kverbs_ep_fail(ep, -ECONNREFUSED);
+	kverbs_ep_fail(ep, reason == KVERBS_CM_EAUTH ? -EACCES :
+			   -ECONNREFUSED);
 }
 
 static void kverbs_ep_route_resolved(struct kverbs_ep *ep,
 				     struct rdma_cm_id *id)
 {
 	struct rdma_conn_param param;
-	struct kverbs_cm_priv priv;
+	struct kverbs_cm_wire w;
 	int ret;
 
 	ret = kverbs_ep_setup_qp(ep);
-	if (!ret) {
-		kverbs_conn_param(ep, &priv, &param);
-		ret = rdma_connect_locked(id, &param);
-	}
+	if (!ret)
+		ret = kverbs_conn_param(ep, &w, &param) ?:
+		      rdma_connect_locked(id, &param);
 	if (ret) {
 		kverbs_ep_log(warn, ep, "connect to %pISpc failed: %d\n", &ep->peer_addr, ret);
 		kverbs_ep_fail(ep, ret);
@@ -321,6 +348,8 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
  * Context: process; sleeps (killable) until connected, refused or timed out.
  * Return: a connected endpoint, to be released with kverbs_ep_close(), or
  * ERR_PTR: -ECONNREFUSED (the peer refused; the reason is logged),
+ * -EACCES (authentication failed: a wrong key on either side, or only one
+ * side keyed),
  * -ETIMEDOUT, -EINTR (fatal signal), -EPROTO (malformed accept), -EXDEV
  * (route to a device other than the domain's), -ENOSPC (domain full),
  * -ESHUTDOWN (domain being destroyed), -EINVAL, or an rdma_cm error.

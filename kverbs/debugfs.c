@@ -53,6 +53,12 @@ static int kverbs_endpoints_show(struct seq_file *m, void *v)
 		   dom->name, dom->node_id,
 		   dom->kdev ? dev_name(&dom->kdev->ibdev->dev) : "-",
 		   dom->cq_used, dom->cq_bound);
+	if (dom->auth_tfm)
+		seq_printf(m, " auth key %d", dom->auth_serial);
+	else
+		seq_puts(m, " auth none");
+	seq_printf(m, " auth_failures %lld",
+		   atomic64_read(&dom->auth_failures));
 	kverbs_upper->show_domain(m, dom);
 	seq_putc(m, '\n');
 	list_for_each_entry(l, &dom->listeners, dom_node)

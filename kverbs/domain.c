@@ -29,6 +29,7 @@ static void kverbs_domain_free_work(struct work_struct *work)
 	/* @wq's handlers may queue teardowns: it goes first. */
 	destroy_workqueue(dom->wq);
 	destroy_workqueue(dom->down_wq);
+	kverbs_auth_free(dom);
 	kfree(dom);
 }
 
@@ -60,10 +61,14 @@ static const struct kverbs_domain_ops kverbs_no_ops;
  * kverbs_domain_create - create a domain
  * @attr: parameters, copied
  *
- * Context: process; may sleep.
+ * Context: process; may sleep.  With @attr->auth_key, the calling task's
+ * keyrings are searched for the key.
  * Return: the domain, or ERR_PTR(-EINVAL) for a missing callback (both
- * message callbacks are required) or an out-of-bounds parameter,
- * ERR_PTR(-ENOMEM).
+ * message callbacks are required) or an out-of-bounds parameter (a key
+ * shorter than 16 or longer than 64 bytes included), ERR_PTR(-ENOMEM),
+ * ERR_PTR(-ENOKEY) (no logon key of that description the caller may
+ * search), -EKEYREVOKED, -EKEYEXPIRED, or the crypto API's error for a
+ * kernel without hmac(sha256).
  */
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr)
 {
@@ -108,6 +113,12 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	kverbs_ep_budget(attr->depth, dom->budget.upper_send,
 			 dom->budget.upper_recv, &dom->budget);
 	dom->cq_size = attr->max_eps * dom->budget.cqes;
+	ret = kverbs_auth_init(dom, attr->auth_key);
+	if (ret) {
+		kverbs_auth_free(dom);
+		kfree(dom);
+		return ERR_PTR(ret);
+	}
 
 	/*
 	 * Per-domain, not global: one domain's teardown or deferred work
@@ -122,6 +133,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 			destroy_workqueue(dom->wq);
 		if (dom->down_wq)
 			destroy_workqueue(dom->down_wq);
+		kverbs_auth_free(dom);
 		kfree(dom);
 		return ERR_PTR(-ENOMEM);
 	}

@@ -120,6 +120,7 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	init_completion(&ep->done_connecting);
 	init_completion(&ep->cm_settled);
 	INIT_WORK(&ep->teardown_work, kverbs_ep_teardown_work);
+	INIT_DELAYED_WORK(&ep->auth_work, kverbs_ep_auth_work);
 	INIT_LIST_HEAD(&ep->sq.op_free);
 	INIT_LIST_HEAD(&ep->grants);
 	init_waitqueue_head(&ep->sq.wait);
@@ -191,30 +192,58 @@ void kverbs_ep_release_qp(struct kverbs_ep *ep)
 
 /**
  * kverbs_ep_connected - the endpoint is usable: tell both layers
- * @ep: endpoint whose peer announcement is known
+ * @ep: endpoint whose peer announcement (and, keyed, proof) is checked
  *
  * The upper layer opens its window in the same critical section as the
- * state change, so nothing sees CONNECTED without it.
+ * state change, so nothing sees CONNECTED without it; an authenticating
+ * active endpoint queues its proof there too, ahead of any message.  An
+ * accepted endpoint of a keyed domain is CONNECTED without ->connected
+ * until its peer's proof arrived: its messages wait on the backlog, and
+ * kverbs_ep_auth_work() calls ->connected, or fails it at the deadline.
  *
  * Context: process (the endpoint's CM handler).
  */
 void kverbs_ep_connected(struct kverbs_ep *ep)
 {
-	bool ok;
+	bool ok, wait = test_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags);
+	int ret = 0;
 
 	spin_lock_bh(&ep->lock);
 	ok = kverbs_ep_change_state(ep, KVERBS_EP_CONNECTED);
 	if (ok) {
 		kverbs_upper->connected(ep);
-		set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+		if (test_bit(KVERBS_EP_F_AUTH_SEND, &ep->flags))
+			ret = kverbs_upper->send_auth(ep, ep->auth.proof,
+						      KVERBS_CM_PROOF_LEN);
+		if (wait)
+			queue_delayed_work(ep->dom->wq, &ep->auth_work,
+					   test_bit(KVERBS_EP_F_AUTH_PASSED,
+						    &ep->flags) ? 0 :
+					   msecs_to_jiffies(KVERBS_AUTH_TIMEOUT_MS));
+		else if (!ret)
+			set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
 	}
 	spin_unlock_bh(&ep->lock);
-	if (!ok)
+	memzero_explicit(ep->auth.proof, sizeof(ep->auth.proof));
+	if (ret)
+		kverbs_ep_fail(ep, ret);
+	if (!ok || wait || ret)
 		return;
-	/*
-	 * Teardown calls @disconnected only after rdma_destroy_id, which waits
-	 * for this CM handler: @connected always returns first.
-	 */
+	kverbs_ep_notify(ep);
+}
+
+/**
+ * kverbs_ep_notify - call ->connected, then let messages through
+ * @ep: CONNECTED endpoint whose KVERBS_EP_F_NOTIFIED its caller set
+ *
+ * Teardown calls @disconnected only after this returned: it destroys the
+ * cm_id (waiting for a CM handler) and cancels the auth work (waiting for
+ * a running one) first.
+ *
+ * Context: process (the endpoint's CM handler, or kverbs_ep_auth_work()).
+ */
+void kverbs_ep_notify(struct kverbs_ep *ep)
+{
 	if (ep->dom->ops->connected)
 		ep->dom->ops->connected(ep);
 	complete_all(&ep->done_connecting);
@@ -233,6 +262,13 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	spin_unlock_bh(&ep->lock);
 	/* Tasks sleeping for a slot must see CLOSING, not wait on. */
 	wake_up_all(&ep->sq.wait);
+	/*
+	 * CLOSING: a proof's work finds nothing to do from now on; one that
+	 * started earlier is waited for, with its ->connected.  It runs on
+	 * dom->wq, never on down_wq, where this runs.
+	 */
+	cancel_delayed_work_sync(&ep->auth_work);
+	kverbs_ep_auth_teardown(ep);
 
 	/* A handler creating the QP holds dom->lock: wait for it, then look. */
 	mutex_lock(&dom->lock);

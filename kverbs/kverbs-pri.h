@@ -25,6 +25,15 @@
 
 #define KVERBS_NAME_LEN		32
 #define KVERBS_CM_TIMEOUT_MS	5000
+/*
+ * An accepted endpoint of a keyed domain waits this long for its peer's
+ * proof (auth.c): above the RC retry bound of a vanished peer (about
+ * 4 s, connect.c), well below the time a client would wait for connect.
+ */
+#define KVERBS_AUTH_TIMEOUT_MS	10000
+/* A pre-shared key's length in bytes: 128 bits at least. */
+#define KVERBS_AUTH_KEY_MIN	16
+#define KVERBS_AUTH_KEY_MAX	64
 
 /* main.c: frees domains whose last reference went in atomic context */
 extern struct workqueue_struct *kverbs_wq;
@@ -38,14 +47,20 @@ extern unsigned int kverbs_signal_interval;
 #include <linux/delay.h>
 extern unsigned int kverbs_test_unbind_delay_ms;
 extern unsigned int kverbs_test_undo_mask;
+extern unsigned int kverbs_test_auth_mask;
 /* Test builds: sleep where a race window is, so tests hit it every time. */
 #define kverbs_test_delay(name) msleep(READ_ONCE(kverbs_test_##name##_delay_ms))
 /* Test builds: is fix @bit (KVERBS_UNDO_*) undone for a regression proof? */
 #define kverbs_test_undo(bit)	(READ_ONCE(kverbs_test_undo_mask) & (bit))
+/* Test builds: does our proof go out broken (KVERBS_TEST_AUTH_*)? */
+#define kverbs_test_auth(bit)	(READ_ONCE(kverbs_test_auth_mask) & (bit))
 #else
 #define kverbs_test_delay(name) do { } while (0)
 #define kverbs_test_undo(bit)	0
+#define kverbs_test_auth(bit)	0
 #endif
+#define KVERBS_TEST_AUTH_CORRUPT	1	/* one bit of our proof flipped */
+#define KVERBS_TEST_AUTH_REPLAY		2	/* the previous connection's proof */
 #define KVERBS_UNDO_NODONE	1	/* reads and atomics without a callback */
 #define KVERBS_UNDO_DOWN_WQ	2	/* teardown on the deferral workqueue */
 #define KVERBS_UNDO_DEPTH_CLAMP	4	/* accept answers its own READ depths */
@@ -209,6 +224,9 @@ void kverbs_ep_budget(u16 depth, u16 upper_send, u16 upper_recv,
  * @connected: the endpoint becomes CONNECTED in the same critical section.
  *	ep->lock held (bh).
  * @opened: the user's ->connected() returned.  Process.
+ * @send_auth: queue our proof as the first message (KVMSG_TYPE_AUTH)
+ *	and post it.  Called in @connected's critical section (ep->lock
+ *	held, bh) on an authenticated active endpoint only.
  * @stop: the QP is drained and the ledger reclaimed; nothing of the
  *	endpoint's may still be posted.  Process, may sleep.
  * @release: end the device's access to the buffers.  Process, dom->lock
@@ -224,6 +242,7 @@ struct kverbs_upper_ops {
 	int (*start)(struct kverbs_ep *ep);
 	void (*connected)(struct kverbs_ep *ep);
 	void (*opened)(struct kverbs_ep *ep);
+	int (*send_auth)(struct kverbs_ep *ep, const void *proof, u32 len);
 	void (*stop)(struct kverbs_ep *ep);
 	void (*release)(struct kverbs_ep *ep);
 	void (*free)(struct kverbs_ep *ep);
@@ -252,6 +271,10 @@ extern const struct kverbs_upper_ops *kverbs_upper;
  * from being freed while a task schedules its poller; @poll_owner is the
  * CPU (+1) of a task in kverbs_domain_poll().
  *
+ * @auth_tfm: HMAC-SHA256 keyed with the domain's pre-shared key, or NULL
+ *	for a domain without authentication; set before any endpoint exists
+ *	and read-only after (auth.c).  @auth_serial: the key's serial, for
+ *	debugfs.  @auth_failures: peers that failed it.
  * @msg: the message layer's state, touched only by kmsg/.
  */
 struct kverbs_domain {
@@ -295,6 +318,10 @@ struct kverbs_domain {
 	int poll_owner;
 	struct ib_cq *poll_cq;
 
+	struct crypto_shash *auth_tfm;
+	s32 auth_serial;
+	atomic64_t auth_failures;
+
 	struct kvmsg_domain msg;
 };
 
@@ -336,6 +363,21 @@ enum {
 	KVERBS_EP_F_NOTIFIED,	/* ops->connected was called */
 	KVERBS_EP_F_ACCEPT_SENT,	/* passive: rdma_accept() sent the REP */
 	KVERBS_EP_F_CLOSED_BY_OWNER,	/* kverbs_ep_close() was called */
+	KVERBS_EP_F_AUTH_WAIT,	/* passive, keyed: ->connected waits for a proof */
+	KVERBS_EP_F_AUTH_PASSED,	/* passive: the peer's proof was good */
+	KVERBS_EP_F_AUTH_SEND,	/* active, keyed: our proof goes first */
+	KVERBS_EP_F_AUTH_FAILED,	/* counted in dom->auth_failures once */
+};
+
+/*
+ * Authentication state of an endpoint (auth.c).  @nonce is ours, @peer_nonce
+ * the peer's (passive side: from the request); @proof is ours, computed by
+ * an active endpoint once it checked the accept, for kvmsg to send.
+ */
+struct kverbs_ep_auth {
+	u8 nonce[KVERBS_CM_NONCE_LEN];
+	u8 peer_nonce[KVERBS_CM_NONCE_LEN];
+	u8 proof[KVERBS_CM_PROOF_LEN];
 };
 
 /*
@@ -398,10 +440,19 @@ struct kverbs_ep {
 	u8 req_responder_resources;
 	struct sockaddr_storage peer_addr;
 	void *priv;
+	struct kverbs_ep_auth auth;
+	struct delayed_work auth_work;	/* passive, keyed: see auth.c */
 
 	atomic64_t stat_errors;
 	struct kvmsg_ep msg;
 };
+
+/* An accepted endpoint of a keyed domain still waits for the proof. */
+static inline bool kverbs_ep_auth_pending(const struct kverbs_ep *ep)
+{
+	return test_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags) &&
+	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
+}
 
 /* Safe while teardown destroys the QP: a copy, never ep->qp. */
 static inline u32 kverbs_ep_qpn(const struct kverbs_ep *ep)
@@ -466,6 +517,15 @@ void kverbs_cm_priv_fill(struct kverbs_cm_priv *p, u32 node_id, u16 depth,
 enum kverbs_cm_reason kverbs_cm_priv_parse(const void *data, unsigned int len,
 					   u32 *node_id, u16 *depth,
 					   u32 *max_msg);
+enum kverbs_cm_reason kverbs_cm_auth_parse(const void *data, unsigned int len,
+					   bool want,
+					   struct kverbs_cm_auth *auth);
+
+/* What a side sends in its private data: the announcement, then auth. */
+struct kverbs_cm_wire {
+	struct kverbs_cm_priv priv;
+	struct kverbs_cm_auth auth;
+} __packed;
 const char *kverbs_cm_reason_str(enum kverbs_cm_reason r);
 enum kverbs_cm_reason kverbs_cm_rej_parse(const void *data, unsigned int len);
 
@@ -478,6 +538,26 @@ void kverbs_ep_get(struct kverbs_ep *ep);
 void kverbs_ep_put(struct kverbs_ep *ep);
 void kverbs_ep_release_qp(struct kverbs_ep *ep);
 void kverbs_ep_connected(struct kverbs_ep *ep);
+void kverbs_ep_notify(struct kverbs_ep *ep);
+
+/* auth.c: pre-shared key authentication */
+struct crypto_shash;
+struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len);
+int kverbs_auth_proof(struct crypto_shash *tfm, bool server, const u8 *nc,
+		      const u8 *ns, u32 client_node, u32 server_node, u8 *proof);
+bool kverbs_auth_verify(struct crypto_shash *tfm, bool server, const u8 *nc,
+			const u8 *ns, u32 client_node, u32 server_node,
+			const u8 *got);
+int kverbs_auth_init(struct kverbs_domain *dom, const char *desc);
+void kverbs_auth_free(struct kverbs_domain *dom);
+void kverbs_ep_auth_request(struct kverbs_ep *ep, struct kverbs_cm_auth *auth);
+int kverbs_ep_auth_accept(struct kverbs_ep *ep, struct kverbs_cm_auth *auth);
+int kverbs_ep_auth_established(struct kverbs_ep *ep,
+			       const struct kverbs_cm_auth *auth);
+int kverbs_ep_auth_check(struct kverbs_ep *ep, bool is_proof,
+			 const void *proof, u32 len);
+void kverbs_ep_auth_work(struct work_struct *work);
+void kverbs_ep_auth_teardown(struct kverbs_ep *ep);
 
 /* connect.c: the CM side of an endpoint */
 int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);

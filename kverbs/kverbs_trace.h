@@ -165,6 +165,32 @@ DEFINE_EVENT(kverbs_conn_class, kverbs_ep_accept,
 	     TP_ARGS(ep, err));
 
 /*
+ * Authentication of a peer in a keyed domain: "authenticated" (err 0) or
+ * why it failed (the endpoint is then closed with err).
+ */
+TRACE_EVENT(kverbs_auth,
+	    TP_PROTO(const struct kverbs_ep *ep, const char *what, int err),
+	    TP_ARGS(ep, what, err),
+	    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
+			     __field(u32, ep)
+			     __field(u32, qpn)
+			     __field(u32, peer_node)
+			     __field(int, err)
+			     __array(u8, peer, KVERBS_TRACE_ADDR_LEN)
+			     __array(char, what, 40)),
+	    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
+			   __entry->peer_node = ep->peer_node;
+			   __entry->err = err;
+			   memcpy(__entry->peer, &ep->peer_addr,
+				  KVERBS_TRACE_ADDR_LEN);
+			   strscpy_pad(__entry->what, what,
+				       sizeof(__entry->what));),
+	    TP_printk("%s ep%u qpn=%u peer %pISpc node %u: %s err=%d",
+		      __entry->dom, __entry->ep, __entry->qpn, __entry->peer,
+		      __entry->peer_node, __entry->what, __entry->err)
+);
+
+/*
  * A refused connection, with the kverbs reason.  @ep is 0 when no
  * endpoint was created for it.
  */

@@ -60,15 +60,21 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 {
 	struct kverbs_domain *dom = l->dom;
 	struct sockaddr *src = (struct sockaddr *)&id->route.addr.dst_addr;
+	const void *data = ev->param.conn.private_data;
+	u8 len = ev->param.conn.private_data_len;
 	enum kverbs_cm_reason reason;
+	struct kverbs_cm_auth auth;
 	struct kverbs_ep *ep;
 	u32 node, max_msg;
 	u16 depth;
 	int ret;
 
-	reason = kverbs_cm_priv_parse(ev->param.conn.private_data,
-				      ev->param.conn.private_data_len,
-				      &node, &depth, &max_msg);
+	reason = kverbs_cm_priv_parse(data, len, &node, &depth, &max_msg);
+	if (reason == KVERBS_CM_OK)
+		reason = kverbs_cm_auth_parse(data, len, !!dom->auth_tfm,
+					      &auth);
+	if (reason == KVERBS_CM_EAUTH)
+		atomic64_inc(&dom->auth_failures);
 	if (reason != KVERBS_CM_OK) {
 		kverbs_dom_log(warn, dom, "rejecting connection from %pISpc: %s\n", src,
 			       kverbs_cm_reason_str(reason));
@@ -93,6 +99,8 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	ep->req_initiator_depth = ev->param.conn.initiator_depth;
 	ep->req_responder_resources = ev->param.conn.responder_resources;
 	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
+	if (dom->auth_tfm)
+		memcpy(ep->auth.peer_nonce, auth.nonce, sizeof(auth.nonce));
 	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
 	/* Every later event of @id is the endpoint's. */
 	id->context = ep;

@@ -52,6 +52,15 @@ unsigned int kverbs_test_undo_mask;
 module_param_named(test_undo, kverbs_test_undo_mask, uint, 0644);
 MODULE_PARM_DESC(test_undo,
 		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp)");
+
+/*
+ * Test builds only: an active endpoint sends a proof a peer must refuse
+ * (KVERBS_TEST_AUTH_*), so a suite shows the accepting side's check work.
+ */
+unsigned int kverbs_test_auth_mask;
+module_param_named(test_auth, kverbs_test_auth_mask, uint, 0644);
+MODULE_PARM_DESC(test_auth,
+		 "test builds: send a proof the peer must refuse (1: one bit flipped, 2: the previous connection's)");
 #endif
 
 static int __init kverbs_init(void)

@@ -52,7 +52,9 @@ struct kvmsg_ops;
 /**
  * struct kverbs_domain_ops - connection callbacks of a domain
  * @authorize: a connection request on one of the domain's listeners, its
- *	connection data valid: return 0 to accept it, non-zero to refuse it
+ *	connection data valid (in a keyed domain, before the peer proved
+ *	the key: decide by address here, and trust the node id only from
+ *	->connected on): return 0 to accept it, non-zero to refuse it
  *	(the peer sees KVERBS_CM_EREFUSED).  @peer_node is what the peer
  *	wrote into its own connection data; @peer is the address the RDMA
  *	CM saw, as trustworthy as the fabric.  Runs before any endpoint,
@@ -62,9 +64,11 @@ struct kvmsg_ops;
  *	lock); must not sleep on anything a peer controls.
  * @connected: an endpoint became usable: sends work from here on, on the
  *	accepting side too; no message callback for it runs before this
- *	returns.  Context: process (rdma_cm handler; for an accepted endpoint
- *	under the listener's handler lock); may sleep, must not destroy the
- *	endpoint, a listener or the domain.
+ *	returns.  In a keyed domain, only for a peer that proved the key.
+ *	Context: process (rdma_cm handler; for an accepted endpoint under
+ *	the listener's handler lock; in a keyed domain, the domain's
+ *	workqueue); may sleep, must not destroy the endpoint, a listener or
+ *	the domain.
  * @disconnected: an endpoint is gone: peer disconnect, error, device
  *	removal (@err -ENODEV) or local close (@err 0).  The last callback
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint
@@ -96,6 +100,12 @@ struct kverbs_domain_ops {
  *	a domain that never writes pages keeps its WRs small.  0: refused.
  * @read_pages: likewise for kverbs_rdma_read_pages(), further capped by
  *	the device's RDMA READ SGE limit.  0: refused.
+ * @auth_key: the description of a "logon" key (``keyctl add logon
+ *	kverbs:NAME ...``), 16 to 64 bytes shared by every peer, looked up
+ *	in the creating task's keyrings; every connection of the domain, in
+ *	both directions, then proves both sides hold it before ->connected
+ *	(Documentation/security.rst), and a peer without it is refused.
+ *	NULL: peers are not authenticated.
  */
 struct kverbs_domain_attr {
 	const struct kverbs_domain_ops *ops;
@@ -108,6 +118,7 @@ struct kverbs_domain_attr {
 	u16 max_eps;
 	u8 write_pages;
 	u8 read_pages;
+	const char *auth_key;
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);

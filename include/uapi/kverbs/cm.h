@@ -10,6 +10,17 @@
  *
  * All fields are big endian.  Shared with user space so that a user-level
  * peer (tools/, the benchmarks) speaks exactly the kernel's format.
+ *
+ * Authentication (KVERBS_CM_F_AUTH, Documentation/security.rst): both sides
+ * hold the same pre-shared key.  The request carries the client's nonce
+ * Nc, the accept the server's nonce Ns and the server's proof; the client's
+ * proof is the first message on the connection (KVMSG_TYPE_AUTH in
+ * uapi/kverbs/kvmsg.h).  A proof is HMAC-SHA256 under the key, cut to
+ * KVERBS_CM_PROOF_LEN bytes, of the label "kverbs-auth-1 server" or
+ * "kverbs-auth-1 client" (without a NUL), then Nc, Ns and both node ids
+ * (client's first, each 4 bytes big endian).  Fresh nonces on both sides
+ * make a recorded exchange worthless; the two labels keep one side's
+ * proof from being reflected as the other's.
  */
 #ifndef _UAPI_KVERBS_CM_H
 #define _UAPI_KVERBS_CM_H
@@ -26,11 +37,17 @@
 #define KVERBS_CM_MIN_MSG	64
 #define KVERBS_CM_MAX_MSG	(1U << 20)
 
+/* struct kverbs_cm_priv.flags */
+#define KVERBS_CM_F_AUTH	0x1	/* struct kverbs_cm_auth follows */
+
+#define KVERBS_CM_NONCE_LEN	16
+#define KVERBS_CM_PROOF_LEN	16
+
 /**
  * struct kverbs_cm_priv - parameters announced by each side of a connection
  * @magic: KVERBS_CM_MAGIC
  * @version: KVERBS_CM_VERSION; a receiver refuses any other
- * @flags: none defined; must be zero
+ * @flags: KVERBS_CM_F_AUTH or 0; any other bit is refused
  * @node_id: sender's node id, never 0 (0 means "unset")
  * @depth: receive buffers the sender posts for this connection
  * @reserved: must be zero
@@ -46,6 +63,18 @@ struct kverbs_cm_priv {
 	__be32 max_msg;
 };
 
+/**
+ * struct kverbs_cm_auth - after struct kverbs_cm_priv when KVERBS_CM_F_AUTH
+ * @nonce: the sender's nonce, random for every connection
+ * @proof: the accepting side's proof; zero in a request
+ *
+ * 20 + 32 bytes: within KVERBS_CM_PRIV_MAX.
+ */
+struct kverbs_cm_auth {
+	__u8 nonce[KVERBS_CM_NONCE_LEN];
+	__u8 proof[KVERBS_CM_PROOF_LEN];
+};
+
 /* Why a connection was refused; carried in the reject private data. */
 enum kverbs_cm_reason {
 	KVERBS_CM_OK = 0,
@@ -59,6 +88,7 @@ enum kverbs_cm_reason {
 	KVERBS_CM_EBUSY = 8,		/* no resources to accept now */
 	KVERBS_CM_ENOLISTEN = 9,	/* nobody accepts this connection */
 	KVERBS_CM_EREFUSED = 10,	/* the listener's client refused this peer */
+	KVERBS_CM_EAUTH = 11,		/* authentication asked for, not offered */
 	KVERBS_CM_REASON_MAX
 };
 

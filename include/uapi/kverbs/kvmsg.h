@@ -28,7 +28,16 @@
 enum kvmsg_type {
 	KVMSG_TYPE_DATA = 1,	/* payload for the peer's handler */
 	KVMSG_TYPE_CREDIT = 2,	/* no payload, returns credits only */
+	KVMSG_TYPE_AUTH = 3,	/* the connecting side's proof (uapi/kverbs/cm.h) */
 };
+
+/*
+ * KVMSG_TYPE_AUTH: sent only on an authenticated connection, by the side
+ * that connected, as its first message (@seq 0), with a payload of exactly
+ * KVERBS_CM_PROOF_LEN bytes.  It consumes a credit like any message.  The
+ * accepting side takes nothing else first and tears the connection down on
+ * a wrong proof; anywhere else the type is a protocol error.
+ */
 
 /**
  * struct kvmsg_hdr - in front of every message
