@@ -24,6 +24,8 @@ PACKAGES = [
     "ninja-build", "pkg-config", "libgtest-dev", "libgmock-dev",
     "libbenchmark-dev", "libibverbs-dev", "librdmacm-dev", "python3",
     "linux-source-6.1",
+    # keyctl in the guests: the pre-shared keys of authenticated domains
+    "keyutils",
     # testbed/fcache_env.py: guest disks, NFS server and client, fio
     "e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase", "fio",
     # bench migrate: CRIU, the user-level reference (copied into guests)

@@ -28,7 +28,7 @@ GUEST_MODULES = ["crc32_generic", "virtio_pci", "virtio_console",
                  "rdma_cm", "ib_uverbs", "rdma_ucm", "rdma_rxe", "sch_netem"]
 GUEST_TOOLS = ["/usr/bin/rdma", "/usr/bin/rping", "/usr/bin/ibv_devices",
                "/usr/bin/ibv_devinfo", "/usr/bin/ibv_rc_pingpong",
-               "/sbin/tc"]
+               "/sbin/tc", "/usr/bin/keyctl"]
 RXE_PROVIDER_GLOB = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav*.so"
 RXE_DRIVER = "/etc/libibverbs.d/rxe.driver"
 # dlopen()ed by glibc's pthread_exit/cancel, so ldd does not list it.

@@ -13,6 +13,7 @@ from pathlib import Path
 from .common import (REPO, HarnessError, build_dir, cache_dir, log,
                      require_tool, run)
 from . import dkms, kbuild
+from .suite_auth import auth_checks
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
@@ -433,6 +434,8 @@ def guest_overlay(kernel, workdir):
     kvping = build_dir() / "meson" / "tools" / "kvping" / "kvping"
     if kvping.exists():
         initramfs.add_binary(files, kvping)
+    # util-linux's, to drop privileges (suite_auth's unprivileged peer)
+    initramfs.add_binary(files, "/usr/bin/setpriv")
     out = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     return out, plain
 
@@ -510,6 +513,7 @@ def _integration_body(res, suite, c, plain):
     _messaging(res, suite, n0, n1)
     _user_space_peer(res, suite, n0, n1)
     _third_party_client(res, suite, n0, n1)
+    auth_checks(res, suite, n0, n1, kping)
     _device_removal(res, suite, n0, n1)
 
     # Clean unload on both nodes.
@@ -1195,7 +1199,7 @@ def suite_integration_debug(res):
     try:
         with _debug_cluster(name, ("kverbs.ko", "kping.ko", "krdma.ko",
                                    "kvtest.ko", "kvleak.ko"),
-                            ("tools/kvping/kvping",)) as c:
+                            ("tools/kvping/kvping", "/usr/bin/setpriv")) as c:
             n0, n1 = c.nodes
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
@@ -1211,6 +1215,7 @@ def suite_integration_debug(res):
             _messaging(res, name, n0, n1)
             _user_space_peer(res, name, n0, n1)
             _depth_clamp_undone(res, name, n0, n1)
+            auth_checks(res, name, n0, n1, kping, test_build=True)
             _device_removal(res, name, n0, n1)
             _regressions(res, name, n0, n1)
             for n in (n0, n1):

@@ -83,6 +83,10 @@ static bool check = true;
 module_param(check, bool, 0444);
 MODULE_PARM_DESC(check, "fill and verify the payload pattern and checksum; off: header fields only (the RTT benchmark, as its baselines)");
 
+static char *auth_key;
+module_param(auth_key, charp, 0444);
+MODULE_PARM_DESC(auth_key, "description of a logon key (kverbs:NAME) in the loading task's keyrings: every peer must prove it; empty: none");
+
 enum kping_mode { KPING_SOFTIRQ, KPING_WQ, KPING_POLL };
 static const char * const kping_modes[] = { "softirq", "wq", "poll" };
 static enum kping_mode kping_mode;
@@ -379,9 +383,16 @@ static struct kverbs_domain *kping_domain(const struct kverbs_domain_ops *ops,
 		.depth = depth,
 		.max_msg = max_msg,
 		.max_eps = max_eps,
+		.auth_key = auth_key && *auth_key ? auth_key : NULL,
 	};
+	struct kverbs_domain *dom = kverbs_domain_create(&attr);
 
-	return kverbs_domain_create(&attr);
+	if (IS_ERR(dom))
+		pr_err("cannot create domain %s: %ld%s\n", name, PTR_ERR(dom),
+		       PTR_ERR(dom) == -ENOKEY ?
+		       " (no such logon key in the loading task's keyrings)" :
+		       "");
+	return dom;
 }
 
 /* The one-way burst: the task sends, credits alone pace it. */

@@ -19,14 +19,17 @@
 #include <netdb.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <memory>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -81,12 +84,20 @@ void usage(std::FILE *out)
         "                      peer sees node id 0)\n"
         "  --bad-msg KIND      send one ping with a malformed kvmsg header and expect\n"
         "                      the peer to close the connection:\n"
-        "                      type|flags|reserved|len|credits|seq|short\n"
+        "                      type|flags|reserved|len|credits|seq|short; or offer\n"
+        "                      authentication without the key and then send a ping\n"
+        "                      instead of the proof (noproof), or nothing (silent)\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
         "  --help, --version\n"
         "exit status: 0 ok, 2 usage error, 3 rejected by the peer, 4 the peer closed the\n"
         "connection after --bad-msg, 1 any other failure\n",
         kvwire::kping_header);
+}
+
+// --bad-msg noproof and silent offer authentication without the key.
+bool offers_auth(const Options &o)
+{
+    return o.bad_msg == "noproof" || o.bad_msg == "silent";
 }
 
 // The private data we connect with: valid, or broken in exactly one way.
@@ -100,7 +111,7 @@ std::vector<std::uint8_t> announcement(const Options &o)
     } else if (o.bad == "version") {
         p.version = KVERBS_CM_VERSION + 1;
     } else if (o.bad == "flags") {
-        p.flags = 1;
+        p.flags = 2;  // bit 0 is KVERBS_CM_F_AUTH
     } else if (o.bad == "reserved") {
         p.reserved = 1;
     } else if (o.bad == "node") {
@@ -115,7 +126,18 @@ std::vector<std::uint8_t> announcement(const Options &o)
         throw Error("--bad: unknown kind '" + o.bad + "' (see --help)");
     }
     const auto bytes = kvwire::encode(p);
-    return {bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len)};
+    std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len));
+    if (offers_auth(o)) {
+        // An authentication offer from a peer without the key: a fresh
+        // nonce, then (--bad-msg) no proof.
+        out[offsetof(kverbs_cm_priv, flags) + 1] |= KVERBS_CM_F_AUTH;
+        std::array<std::uint8_t, sizeof(kverbs_cm_auth)> auth{};
+        std::random_device rd;
+        for (std::size_t i = 0; i < KVERBS_CM_NONCE_LEN; ++i)
+            auth[i] = static_cast<std::uint8_t>(rd());
+        out.insert(out.end(), auth.begin(), auth.end());
+    }
+    return out;
 }
 
 Options parse_args(int argc, char **argv)
@@ -172,7 +194,7 @@ Options parse_args(int argc, char **argv)
     if (o.server.empty())
         throw Error("--server-addr is required (see --help)");
     static_cast<void>(announcement(o));  // rejects an unknown --bad kind now
-    static constexpr std::string_view bad_msgs[] = {"", "type", "flags", "reserved", "len",
+    static constexpr std::string_view bad_msgs[] = {"", "noproof", "silent", "type", "flags", "reserved", "len",
                                                     "credits", "seq", "short"};
     if (std::ranges::find(bad_msgs, o.bad_msg) == std::end(bad_msgs))
         throw Error("--bad-msg: unknown kind '" + o.bad_msg + "' (see --help)");
@@ -457,7 +479,8 @@ void Client::ping_pong()
     rtt.reserve(opt_.count);
 
     if (!opt_.bad_msg.empty()) {
-        send_ping(0);
+        if (opt_.bad_msg != "silent")
+            send_ping(0);
         expect_close();
         throw PeerClosed{};
     }

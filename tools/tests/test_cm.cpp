@@ -79,16 +79,27 @@ TEST(Priv, BadVersion)
     EXPECT_EQ(reason_of(p), KVERBS_CM_EVERSION);
 }
 
-TEST(Priv, FlagsAndReservedMustBeZero)
+TEST(Priv, UnknownFlagsAndReservedRefused)
 {
-    for (const std::uint16_t v : {0x0001, 0x8000, 0xffff}) {
+    for (const std::uint16_t v : {0x0002, 0x8000, 0xffff}) {
         Priv p = valid();
         p.flags = v;
         EXPECT_EQ(reason_of(p), KVERBS_CM_EFLAGS);
-        p = valid();
+    }
+    for (const std::uint16_t v : {0x0001, 0x8000, 0xffff}) {
+        Priv p = valid();
         p.reserved = v;
         EXPECT_EQ(reason_of(p), KVERBS_CM_EFLAGS);
     }
+}
+
+// The authentication offer is the one defined flag; whether the two sides
+// agree on it is the peer's check, not the announcement's.
+TEST(Priv, AuthFlagAccepted)
+{
+    Priv p = valid();
+    p.flags = KVERBS_CM_F_AUTH;
+    EXPECT_EQ(reason_of(p), KVERBS_CM_OK);
 }
 
 TEST(Priv, NodeZero)

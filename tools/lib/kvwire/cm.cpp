@@ -48,8 +48,9 @@ constexpr std::array<ReasonText, KVERBS_CM_REASON_MAX> reasons{{
     {"KVERBS_CM_EBUSY", "no resources to accept"},
     {"KVERBS_CM_ENOLISTEN", "not accepting connections"},
     {"KVERBS_CM_EREFUSED", "refused by the listener's client"},
+    {"KVERBS_CM_EAUTH", "authentication asked for by one side only"},
 }};
-static_assert(KVERBS_CM_EREFUSED == 10 && KVERBS_CM_REASON_MAX == 11,
+static_assert(KVERBS_CM_EAUTH == 11 && KVERBS_CM_REASON_MAX == 12,
               "reason table out of date with <kverbs/cm.h>");
 
 Parsed<Priv> refuse(kverbs_cm_reason r, std::string msg)
@@ -93,9 +94,10 @@ Parsed<Priv> decode_priv(std::span<const std::uint8_t> data)
     if (p.version != KVERBS_CM_VERSION)
         return refuse(KVERBS_CM_EVERSION, detail::strf("version %u, expected %d",
                                                       unsigned{p.version}, KVERBS_CM_VERSION));
-    if (p.flags != 0 || p.reserved != 0)
-        return refuse(KVERBS_CM_EFLAGS, detail::strf("flags %#06x, reserved %#06x; both must be 0",
-                                                    unsigned{p.flags}, unsigned{p.reserved}));
+    if ((p.flags & ~KVERBS_CM_F_AUTH) != 0 || p.reserved != 0)
+        return refuse(KVERBS_CM_EFLAGS,
+                      detail::strf("flags %#06x, reserved %#06x; only flag %#x is defined",
+                                   unsigned{p.flags}, unsigned{p.reserved}, KVERBS_CM_F_AUTH));
     if (p.node_id == 0)
         return refuse(KVERBS_CM_ENODE, "node id 0");
     if (p.depth < KVERBS_CM_MIN_DEPTH || p.depth > KVERBS_CM_MAX_DEPTH)
