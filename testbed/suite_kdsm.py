@@ -309,6 +309,53 @@ def claimed_id_check(res, suite, pair):
         n.run(f"{CTL} delete", timeout=120)
 
 
+KDSM_KEY = "kverbs:kdsm"
+KDSM_SECRET = "kvlab-kdsm-cluster-secret-0123456789"
+
+
+def keyed_check(res, suite, pair):
+    """A cluster whose members prove a pre-shared key (kdsmctl --key):
+    it forms; a peer from a listed address without the key (an
+    unprivileged user-space kverbs peer claiming node 2 from node 2's own
+    host) is refused before any endpoint; a create naming a key the
+    caller lacks is refused with why."""
+    n0, n1 = pair
+    for n in pair:
+        n.run_checked(f"keyctl add logon {KDSM_KEY} {KDSM_SECRET} @u",
+                      timeout=30)
+    r = n0.run(f"{create_cmd(pair, n0, 64)} --key kverbs:absent; "
+               f"echo rc=$?; {CTL} status", timeout=30)
+    res.check(suite, "create refuses a key the caller does not hold, saying "
+              "so", "rc=1" in r.out and "no usable logon key" in r.out and
+              "state none" in r.out, r.out)
+    n0.run("dmesg -c > /dev/null", timeout=30)
+    n0.run(f"{create_cmd(pair, n0, 64)} --join-ms 30000 --key {KDSM_KEY}",
+           timeout=30)
+    r = n1.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+               f"--clear-groups /kvlab/bin/kvping --server-addr {n0.ip} "
+               "--port 18600 --node-id 2 --count 1 --timeout-ms 8000; "
+               "echo rc=$?", timeout=60)
+    log = n0.run("dmesg", timeout=30).out
+    res.check(suite, "keyed cluster: a peer from node 2's listed address "
+              "without the key is refused before any endpoint "
+              "(KVERBS_CM_EAUTH)", "rc=3" in r.out and "KVERBS_CM_EAUTH" in
+              r.out and "connected to node 2" not in log,
+              r.out + "\n" + log[-1500:])
+    n1.run(f"({create_cmd(pair, n1, 64)} --join-ms 30000 --key {KDSM_KEY} "
+           "--wait; echo rc=$?) > /tmp/create.out 2>&1 &", timeout=30)
+    r = n1.run("for i in $(seq 300); do grep -q rc= /tmp/create.out && "
+               "break; sleep 0.2; done; cat /tmp/create.out", timeout=120)
+    r0 = n0.run(f"{CTL} status; cat /sys/kernel/debug/kverbs/kdsm.*/"
+                "endpoints", timeout=30)
+    res.check(suite, "keyed cluster: node 2 with the key joins and the "
+              "cluster forms; node 1 counted the keyless attempt",
+              "rc=0" in r.out and "state ready" in r0.out and
+              re.search(r"auth key \d+ auth_failures 1\b", r0.out) is not None,
+              r.out + r0.out)
+    for n in pair:
+        n.run(f"{CTL} delete", timeout=120)
+
+
 def slow_accept_check(res, suite, pair, pages=16384):
     """A dialer that gives up an attempt its acceptor already accepted
     dials again and the cluster forms (CI's kdsm8 failure: the acceptor
@@ -535,6 +582,7 @@ def kdsm_checks(res, suite, c, full=True):
     if full:
         refusal_checks(res, suite, pair)
         claimed_id_check(res, suite, pair)
+        keyed_check(res, suite, pair)
         slow_accept_check(res, suite, pair)
 
     formed(res, suite, pair, "2-node cluster forms (full mesh, keys, READY)")

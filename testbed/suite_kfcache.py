@@ -141,6 +141,7 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
             return
     _guest_tree_setup(srv, TREE)
     _refusals(res, suite, srv, cli)
+    _keyed(res, suite, srv, cli)
     _start_server(srv, disk)
     exports = [("tree", "/mnt/tree")] + ([("disk", "/mnt/disk")]
                                          if disk else [])
@@ -192,6 +193,45 @@ def _refusals(res, suite, srv, cli):
     res.check(suite, "mount: no server listening, a bad address and a "
               "source without :/ fail cleanly",
               r.out.count("rc=0") == 0 and r.out.count("rc=") == 3, r.out)
+
+
+KFC_KEY = "kverbs:kfc"
+KFC_SECRET = "kvlab-kfcache-export-secret-0123"
+KEYED_PORT = 18701
+
+
+def _keyed(res, suite, srv, cli):
+    """A server started with a key (kfcachectl start --key): a client
+    mounting with the key (-o key=) reads; one without it is refused with
+    the reason and counted by the server; a key the caller lacks is
+    refused at start."""
+    for n in (srv, cli):
+        n.run_checked(f"keyctl add logon {KFC_KEY} {KFC_SECRET} @u",
+                      timeout=30)
+    r = srv.run(f"{CTL} start {srv.ip} --port {KEYED_PORT} --key "
+                "kverbs:absent; echo rc=$?", timeout=60)
+    res.check(suite, "kfcachectl start refuses a key the caller does not "
+              "hold, saying so", "rc=1" in r.out and
+              "no usable logon key" in r.out, r.out)
+    srv.run_checked(f"{CTL} start {srv.ip} --port {KEYED_PORT} --key "
+                    f"{KFC_KEY} && {CTL} export tree {TREE}", timeout=60)
+    r = cli.run(f"mkdir -p /mnt/k && mount -t kfcache -o port={KEYED_PORT},"
+                f"key={KFC_KEY} {srv.ip}:/tree /mnt/k && ls /mnt/k | wc -l "
+                "&& grep ' /mnt/k ' /proc/mounts; echo rc=$?; umount /mnt/k",
+                timeout=120)
+    res.check(suite, "a keyed server: a client mounting with the key reads "
+              "the export", "rc=0" in r.out and f"key={KFC_KEY}" in r.out,
+              r.out)
+    r = cli.run(f"mount -t kfcache -o port={KEYED_PORT} {srv.ip}:/tree "
+                "/mnt/k; echo rc=$?; dmesg | tail -n 5", timeout=120)
+    r0 = srv.run("cat /sys/kernel/debug/kverbs/kfcache_srv.*/endpoints",
+                 timeout=30)
+    res.check(suite, "a keyed server: a client without the key is refused "
+              "(authentication failed), counted by the server",
+              "rc=0" not in r.out and "authentication" in r.out and
+              re.search(r"auth key \d+ auth_failures 1\b", r0.out)
+              is not None, r.out + r0.out)
+    srv.run_checked(f"{CTL} stop", timeout=60)
 
 
 def _md5_all(cli, mnt):

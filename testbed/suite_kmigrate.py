@@ -50,6 +50,11 @@ def _files(mods):
 
 
 POLICY = "/tmp/kmigrate-serve.conf"
+# Every node's kmigrate proves this key to every peer, both ways (start
+# --key): the suite runs keyed, as an operator should.
+KEY = "kverbs:kmig"
+SECRET = "kvlab-kmigrate-node-secret-01234"
+KEYED = f"--key {KEY}"
 
 
 def _setup(res, name, nodes, execs=(SUM, "/kvlab/bin/kmigrate-fd",
@@ -60,8 +65,9 @@ def _setup(res, name, nodes, execs=(SUM, "/kvlab/bin/kmigrate-fd",
                     for m in nodes)
     for n in nodes:
         r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
+                  f" && keyctl add logon {KEY} {SECRET} @u"
                   f" && {CTL} start --addr {n.ip} --port {PORT}"
-                  f" --node {n.index + 1} && mkdir -p {LOGS} && "
+                  f" --node {n.index + 1} {KEYED} && mkdir -p {LOGS} && "
                   f"printf '{rules}' > {POLICY} && "
                   f"({CTL} serve --policy {POLICY} --log-dir {LOGS} "
                   "--allow-root > /tmp/serve.out 2>&1 &)",
@@ -173,6 +179,7 @@ def kmigrate_checks(res, name, c, kill=True):
 
     _move(res, name, a, b)
     _refusals(res, name, a, b)
+    _keyless(res, name, a, b)
     _dest_failures(res, name, a, b)
     _source_failures(res, name, c, a, b, kill)
 
@@ -252,6 +259,30 @@ def _postcopy_slow(a, b, out):
     return _wait_log(b, r"hop 1 ret=0")
 
 
+def _keyless(res, name, a, b):
+    """A destination started without the key: the keyed source's move is
+    refused (both sides count it), no process starts there, and the
+    source's process goes on at home."""
+    _clear_logs((a, b))
+    b.run_checked(f"{CTL} stop && {CTL} start --addr {b.ip} --port {PORT} "
+                  "--node 2", timeout=120)
+    r = a.run(f"{SUM} --mb 1 --to {b.ip}:{PORT}; echo rc=$?; "
+              "cat /sys/kernel/debug/kverbs/kmigrate.*/endpoints",
+              timeout=120)
+    blog = b.run(f"cat {LOGS}/*.log 2>/dev/null; cat /tmp/serve.out; "
+                 "cat /sys/kernel/debug/kverbs/kmigrate.*/endpoints",
+                 timeout=30).out
+    res.check(name, "a destination without the key: the move is refused "
+              "and counted on both sides, nothing starts there",
+              re.search(r"auth_failures [1-9]", r.out) is not None and
+              re.search(r"auth_failures [1-9]", blog) is not None and
+              "kmigrate-sum: after" not in blog and
+              "start " + SUM not in blog, f"source:\n{r.out}\n"
+              f"destination:\n{blog}")
+    b.run_checked(f"{CTL} stop && {CTL} start --addr {b.ip} --port {PORT} "
+                  f"--node 2 {KEYED}", timeout=120)
+
+
 def _dest_failures(res, name, a, b):
     # the destination's process killed: the source frees its copy
     log = _postcopy_slow(a, b, "/tmp/kill.out")
@@ -280,7 +311,7 @@ def _dest_failures(res, name, a, b):
     blog = _wait_log(b, r"signal 7|exited", 60)
     res.check(name, "... while the destination's process got SIGBUS",
               "signal 7" in blog, blog)
-    r = b.run(f"{CTL} start --addr {b.ip} --port {PORT} --node 2",
+    r = b.run(f"{CTL} start --addr {b.ip} --port {PORT} --node 2 {KEYED}",
               timeout=60)
     res.check(name, "the destination starts again", r.rc == 0, r.out)
 
@@ -294,7 +325,7 @@ def _source_failures(res, name, c, a, b, kill):
     res.check(name, "the source's kmigrate stopped: the destination's "
               "process gets SIGBUS on an unfetched page",
               "signal 7" in blog, f"{log}\n{blog}")
-    r = a.run(f"{CTL} start --addr {a.ip} --port {PORT} --node 1",
+    r = a.run(f"{CTL} start --addr {a.ip} --port {PORT} --node 1 {KEYED}",
               timeout=60)
     res.check(name, "the source starts again", r.rc == 0, r.out)
 

@@ -1093,6 +1093,8 @@ static void kdsm_cluster_free(struct kdsm_cluster *kd)
  * @join_ms: deadline for the mesh and setup
  * @addrs: address of every node, by id (index 0 unused); the port is set
  *	here
+ * @key: description of the logon key every member must prove
+ *	(kverbs_domain_attr.auth_key), or NULL
  *
  * Returns at once; formation continues in the background: the cluster
  * becomes READY or FAILED (KDSM_CMD_GET, kdsm_wait_ready()).
@@ -1102,7 +1104,8 @@ static void kdsm_cluster_free(struct kdsm_cluster *kd)
  */
 struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 					 u32 options, u16 port, u32 join_ms,
-					 const struct sockaddr_storage *addrs)
+					 const struct sockaddr_storage *addrs,
+					 const char *key)
 {
 	struct kverbs_domain_attr attr = {
 		.ops = &kdsm_domain_ops,
@@ -1112,6 +1115,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 		.depth = KDSM_DEPTH,
 		.max_msg = max_t(u32, KDSM_MSG_LEN, KVERBS_CM_MIN_MSG),
 		.max_eps = geo->nnodes,
+		.auth_key = key,
 	};
 	struct kdsm_cluster *kd;
 	struct page **pages;

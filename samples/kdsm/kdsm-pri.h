@@ -282,7 +282,8 @@ extern struct dentry *kdsm_debugfs_root;
 /* cluster.c */
 struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 					 u32 options, u16 port, u32 join_ms,
-					 const struct sockaddr_storage *addrs);
+					 const struct sockaddr_storage *addrs,
+					 const char *key);
 void kdsm_cluster_destroy(struct kdsm_cluster *kd);
 __printf(2, 3) void kdsm_fail(struct kdsm_cluster *kd, const char *fmt, ...);
 __printf(2, 3) void kdsm_fail_locked(struct kdsm_cluster *kd,

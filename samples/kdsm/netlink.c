@@ -22,6 +22,7 @@ static const struct nla_policy kdsm_policy[KDSM_A_MAX + 1] = {
 	[KDSM_A_PORT] = NLA_POLICY_MIN(NLA_U16, 1),
 	[KDSM_A_PEERS] = NLA_POLICY_NESTED_ARRAY(kdsm_peer_policy),
 	[KDSM_A_JOIN_MS] = { .type = NLA_U32 },
+	[KDSM_A_KEY] = { .type = NLA_NUL_STRING, .len = KDSM_KEY_DESC_MAX },
 };
 
 static struct genl_family kdsm_genl;
@@ -91,6 +92,7 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 	struct nlattr **at = info->attrs;
 	struct kdsm_cluster *kd;
 	struct kdsm_geo geo = {};
+	const char *key = NULL;
 	u32 options = 0, join_ms = KDSM_JOIN_MS;
 	u16 port = KDSM_DEFAULT_PORT;
 	int ret;
@@ -121,6 +123,8 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 		port = nla_get_u16(at[KDSM_A_PORT]);
 	if (at[KDSM_A_JOIN_MS])
 		join_ms = nla_get_u32(at[KDSM_A_JOIN_MS]);
+	if (at[KDSM_A_KEY])
+		key = nla_data(at[KDSM_A_KEY]);
 	if (join_ms < 1000 || join_ms > 600000) {
 		NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_JOIN_MS],
 				    "the join deadline must be 1000 to 600000 ms");
@@ -150,10 +154,15 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 			       "this node is in a cluster already: delete it first");
 		ret = -EEXIST;
 	} else {
-		kd = kdsm_cluster_create(&geo, options, port, join_ms, addrs);
+		kd = kdsm_cluster_create(&geo, options, port, join_ms, addrs,
+					 key);
 		ret = PTR_ERR_OR_ZERO(kd);
 		if (!ret)
 			kdsm_cl = kd;
+		else if (key && (ret == -ENOKEY || ret == -EKEYREVOKED ||
+				 ret == -EKEYEXPIRED || ret == -EINVAL))
+			NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_KEY],
+					    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
 		else
 			NL_SET_ERR_MSG(info->extack,
 				       "could not set up the region, domain or listener (see the kernel log)");

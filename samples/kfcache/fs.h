@@ -37,6 +37,7 @@ struct kfc_sb {
 	bool server_setid;	/* keep S_ISUID/S_ISGID (fs_super.c) */
 	struct sockaddr_storage addr;
 	char export[KFC_NAME_MAX];
+	char key[KFC_KEY_DESC_MAX + 1];	/* the mount's key=, or "" */
 	u32 next_tag;
 	atomic64_t malformed;
 	atomic64_t late;		/* answers to abandoned requests */

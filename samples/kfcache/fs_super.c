@@ -58,11 +58,12 @@ struct kfc_fs_params {
 	unsigned int inflight;
 	bool server_setid;
 	bool server_devices;
+	char key[KFC_KEY_DESC_MAX + 1];
 };
 
 enum {
 	KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT, KFC_OPT_SETID,
-	KFC_OPT_DEVICES,
+	KFC_OPT_DEVICES, KFC_OPT_KEY,
 };
 
 /*
@@ -78,6 +79,7 @@ static const struct fs_parameter_spec kfc_fs_params_spec[] = {
 	fsparam_u32("inflight", KFC_OPT_INFLIGHT),
 	fsparam_flag("server_setid", KFC_OPT_SETID),
 	fsparam_flag("server_devices", KFC_OPT_DEVICES),
+	fsparam_string("key", KFC_OPT_KEY),
 	{}
 };
 
@@ -120,6 +122,12 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 		break;
 	case KFC_OPT_DEVICES:
 		p->server_devices = true;
+		break;
+	case KFC_OPT_KEY:
+		if (!*param->string ||
+		    strscpy(p->key, param->string, sizeof(p->key)) < 0)
+			return invalfc(fc, "key must be 1..%d characters",
+				       KFC_KEY_DESC_MAX);
 		break;
 	}
 	return 0;
@@ -198,6 +206,8 @@ static int kfc_show_options(struct seq_file *m, struct dentry *root)
 		seq_puts(m, ",server_setid");
 	if (!(root->d_sb->s_iflags & SB_I_NODEV))
 		seq_puts(m, ",server_devices");
+	if (*s->key)
+		seq_show_option(m, "key", s->key);
 	return 0;
 }
 
@@ -222,6 +232,7 @@ static int kfc_connect(struct super_block *sb, struct kfc_sb *s,
 		.depth = KFC_DEPTH,
 		.max_msg = KFC_MAX_MSG,
 		.max_eps = 1,
+		.auth_key = *s->key ? s->key : NULL,
 	};
 	struct kverbs_ep *ep;
 
@@ -274,6 +285,7 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	s->addr = p->addr;
 	((struct sockaddr_in *)&s->addr)->sin_port = htons(p->port);
 	strscpy(s->export, p->export, sizeof(s->export));
+	strscpy(s->key, p->key, sizeof(s->key));
 	s->timeout_ms = p->timeout_ms;
 	s->inflight_max = p->inflight;
 	s->server_setid = p->server_setid;
@@ -318,6 +330,12 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 		if (ret == -ENOENT)
 			errorfc(fc, "the server has no export named %s",
 				s->export);
+		else if (ret == -ENOKEY || ret == -EKEYREVOKED ||
+			 ret == -EKEYEXPIRED)
+			errorfc(fc, "no usable logon key %s in the mounting task's keyrings",
+				s->key);
+		else if (ret == -EACCES)
+			errorfc(fc, "authentication with the server failed (another key, or none on one side)");
 		else
 			errorfc(fc, "cannot reach the server's export (%d)",
 				ret);

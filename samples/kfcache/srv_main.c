@@ -27,6 +27,7 @@ static const struct nla_policy kfc_policy[KFC_A_MAX + 1] = {
 	[KFC_A_ADDR] = NLA_POLICY_MIN_LEN(sizeof(struct sockaddr_in)),
 	[KFC_A_NAME] = { .type = NLA_NUL_STRING, .len = KFC_NAME_MAX - 1 },
 	[KFC_A_PATH] = { .type = NLA_NUL_STRING, .len = PATH_MAX - 1 },
+	[KFC_A_KEY] = { .type = NLA_NUL_STRING, .len = KFC_KEY_DESC_MAX },
 	/* replies only */
 	[KFC_A_RUNNING] = { .type = NLA_REJECT },
 	[KFC_A_EXPORT] = { .type = NLA_REJECT },
@@ -37,6 +38,7 @@ static struct genl_family kfc_genl;
 
 /* Domain and listener on @addr; under kfc_srv.lock. */
 static int kfc_srv_start(const struct sockaddr_storage *addr,
+			 const struct nlattr *key,
 			 struct netlink_ext_ack *extack)
 {
 	struct kverbs_domain_attr attr = {
@@ -48,6 +50,7 @@ static int kfc_srv_start(const struct sockaddr_storage *addr,
 		.max_msg = KFC_MAX_MSG,
 		.max_eps = 16,
 		.write_pages = KVERBS_PAGES_MAX_SGE,
+		.auth_key = key ? nla_data(key) : NULL,
 	};
 	struct kverbs_listener *l;
 	struct kverbs_domain *dom;
@@ -57,10 +60,13 @@ static int kfc_srv_start(const struct sockaddr_storage *addr,
 		return -EEXIST;
 	}
 	dom = kverbs_domain_create(&attr);
-	if (IS_ERR(dom)) {
+	if (IS_ERR(dom) && key)
+		NL_SET_ERR_MSG_ATTR(extack, key,
+				    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
+	else if (IS_ERR(dom))
 		NL_SET_ERR_MSG(extack, "could not create the kverbs domain");
+	if (IS_ERR(dom))
 		return PTR_ERR(dom);
-	}
 	l = kverbs_listen(dom, (const struct sockaddr *)addr);
 	if (IS_ERR(l)) {
 		kverbs_domain_destroy(dom);
@@ -124,7 +130,7 @@ static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
 		return -EINVAL;
 	}
 	mutex_lock(&kfc_srv.lock);
-	ret = kfc_srv_start(&ss, info->extack);
+	ret = kfc_srv_start(&ss, info->attrs[KFC_A_KEY], info->extack);
 	mutex_unlock(&kfc_srv.lock);
 	return ret;
 }

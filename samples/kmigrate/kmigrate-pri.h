@@ -250,7 +250,8 @@ void kmig_hdr_init(struct kmig_hdr *h, int type, u32 len);
 /* node.c */
 extern const struct kverbs_domain_ops kmig_dom_ops;
 extern const struct kvmsg_ops kmig_msg_ops;
-int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id);
+int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id,
+		    const char *key);
 int kmig_node_stop(void);
 
 /* out.c */

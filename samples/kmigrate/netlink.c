@@ -19,6 +19,8 @@ static const struct nla_policy kmig_policy[KMIGRATE_A_MAX + 1] = {
 	[KMIGRATE_A_PID] = NLA_POLICY_MIN(NLA_U32, 1),
 	[KMIGRATE_A_MODE] = NLA_POLICY_MAX(NLA_U32, KMIGRATE_MODE_PRECOPY),
 	[KMIGRATE_A_FLAGS] = NLA_POLICY_MASK(NLA_U32, KMIGRATE_F_NO_PREFETCH),
+	[KMIGRATE_A_KEY] = { .type = NLA_NUL_STRING,
+			     .len = KMIGRATE_KEY_DESC_MAX },
 	/* replies only */
 	[KMIGRATE_A_RUNNING] = { .type = NLA_REJECT },
 	[KMIGRATE_A_ARENA] = { .type = NLA_REJECT },
@@ -86,10 +88,16 @@ static int kmig_nl_start(struct sk_buff *skb, struct genl_info *info)
 		return ret;
 	mutex_lock(&kmig.lock);
 	ret = kmig_node_start(&ss, at[KMIGRATE_A_NODE] ?
-			      nla_get_u32(at[KMIGRATE_A_NODE]) : 1);
+			      nla_get_u32(at[KMIGRATE_A_NODE]) : 1,
+			      at[KMIGRATE_A_KEY] ?
+			      nla_data(at[KMIGRATE_A_KEY]) : NULL);
 	mutex_unlock(&kmig.lock);
 	if (ret == -EEXIST)
 		NL_SET_ERR_MSG(info->extack, "kmigrate is running: stop it first");
+	else if (at[KMIGRATE_A_KEY] && (ret == -ENOKEY || ret == -EKEYREVOKED ||
+					ret == -EKEYEXPIRED || ret == -EINVAL))
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KMIGRATE_A_KEY],
+				    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
 	else if (ret)
 		NL_SET_ERR_MSG(info->extack,
 			       "could not listen on that address (see the kernel log)");

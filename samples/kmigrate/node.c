@@ -123,11 +123,14 @@ const struct kverbs_domain_ops kmig_dom_ops = {
  * kmig_node_start - listen for incoming migrations on @addr
  * @addr: local address and port
  * @node_id: this node's id for peers' logs, non-zero
+ * @key: a logon key's description every peer proves, in both directions
+ *	(kverbs_domain_attr.auth_key), or NULL
  *
- * Context: process, under kmig.lock.
+ * Context: process, under kmig.lock; the caller's keyrings are searched.
  * Return: 0, -EEXIST (started), or the domain's or listener's error.
  */
-int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id)
+int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id,
+		    const char *key)
 {
 	struct kverbs_domain_attr attr = {
 		.ops = &kmig_dom_ops,
@@ -138,6 +141,7 @@ int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id)
 		.max_msg = KMIG_MAX_MSG,
 		.max_eps = KMIG_MAX_EPS,
 		.read_pages = KVERBS_PAGES_MAX_SGE,
+		.auth_key = key,
 	};
 	struct kverbs_listener *l;
 	struct kverbs_domain *dom;

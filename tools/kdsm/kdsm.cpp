@@ -50,6 +50,8 @@ void control::create(const config &c)
     m.put<std::uint32_t>(KDSM_A_OPTIONS, c.options);
     m.put<std::uint16_t>(KDSM_A_PORT, c.port);
     m.put<std::uint32_t>(KDSM_A_JOIN_MS, c.join_ms);
+    if (!c.key.empty())
+        m.put_str(KDSM_A_KEY, c.key);
     const std::size_t peers = m.begin_nest(KDSM_A_PEERS);
     for (const peer &p : c.peers) {
         const std::size_t one = m.begin_nest(KDSM_A_PEER);

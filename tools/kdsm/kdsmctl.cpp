@@ -5,7 +5,7 @@
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
 //                  [--defer-to highpri|normal|fifo] [--mode K|T|S] [--weak]
-//                  [--wait]
+//                  [--key kverbs:NAME] [--wait]
 //   kdsmctl status [--stats]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -24,7 +24,9 @@ constexpr const char *usage_text =
     "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
     "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
     "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
-    "                      [--wait]\n"
+    "                      [--key kverbs:NAME] [--wait]\n"
+    "  --key: a logon key in your keyrings, the same secret on every node\n"
+    "         (keyctl add logon kverbs:NAME SECRET @u): members prove it\n"
     "       kdsmctl status [--stats]\n"
     "       kdsmctl delete\n"
     "       kdsmctl --help | --version\n"
@@ -91,6 +93,10 @@ int create(int argc, char **argv)
                 usage();
         } else if (a == "--weak") {
             c.options |= KDSM_OPT_WEAK;
+        } else if (a == "--key") {
+            c.key = next();
+            if (c.key.empty() || c.key.size() > KDSM_KEY_DESC_MAX)
+                usage("--key: 1 to " + std::to_string(KDSM_KEY_DESC_MAX) + " characters");
         } else if (a == "--wait") {
             wait = true;
         } else {

@@ -3,13 +3,14 @@
 // kfcachectl: the operator's tool for the kfcache server (generic netlink
 // family "kfcache_srv").  Changes need CAP_NET_ADMIN.
 //
-//   kfcachectl start ADDRESS [--port PORT]
+//   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME]
 //   kfcachectl export NAME PATH
 //   kfcachectl unexport NAME
 //   kfcachectl status [--stats]
 //   kfcachectl stop
 //
 // Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
+// (with --key, every client proves the key: -o key=kverbs:NAME)
 #include <kvcli/kvcli.hpp>
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kfcache.h>
@@ -27,12 +28,14 @@
 namespace {
 
 constexpr const char *usage_text =
-    "usage: kfcachectl start ADDRESS [--port PORT]\n"
+    "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME]\n"
     "       kfcachectl export NAME PATH\n"
     "       kfcachectl unexport NAME\n"
     "       kfcachectl status [--stats]\n"
     "       kfcachectl stop\n"
     "       kfcachectl --help | --version\n"
+    "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u)\n"
+    "         that every client proves (mount -o key=...)\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -133,17 +136,30 @@ try {
         usage();
     const std::string cmd = argv[1];
     if (cmd == "start") {
-        if (argc != 3 && !(argc == 5 && std::string(argv[3]) == "--port"))
+        if (argc < 3)
             usage();
-        const unsigned long port =
-            argc == 5 ? kvcli::number("kfcachectl", usage_text, "--port", argv[4], 1, 65535)
-                      : KFC_DEFAULT_PORT;
+        unsigned long port = KFC_DEFAULT_PORT;
+        std::string key;
+        for (int i = 3; i < argc; i += 2) {
+            const std::string opt = argv[i];
+            if (i + 1 >= argc)
+                usage(opt + " needs a value");
+            if (opt == "--port")
+                port = kvcli::number("kfcachectl", usage_text, "--port", argv[i + 1], 1, 65535);
+            else if (opt == "--key" && *argv[i + 1] &&
+                     std::strlen(argv[i + 1]) <= KFC_KEY_DESC_MAX)
+                key = argv[i + 1];
+            else
+                usage(opt == "--key" ? "--key: 1 to 255 characters" : "unknown option " + opt);
+        }
         const auto sa = kvgenl::sockaddr_bytes(argv[2], static_cast<std::uint16_t>(port));
         if (sa.empty())
             fail(EINVAL, "start", std::string("not an IP address: ") + argv[2]);
         ctl c;
         auto m = c.msg(KFC_CMD_START);
         m.put(KFC_A_ADDR, sa.data(), sa.size());
+        if (!key.empty())
+            m.put_str(KFC_A_KEY, key);
         c.run(m, "start");
     } else if (cmd == "stop" && argc == 2) {
         ctl c;

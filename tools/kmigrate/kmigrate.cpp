@@ -52,13 +52,15 @@ namespace {
 using kmigrate::detail::format_sockaddr;
 
 constexpr const char *usage_text =
-    "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
+    "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N] [--key kverbs:NAME]\n"
     "       kmigrate stop\n"
     "       kmigrate status [--json]\n"
     "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
     "       kmigrate run [--] PROG [ARGS...]\n"
     "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n"
     "       kmigrate --help | --version\n"
+    "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u),\n"
+    "         the same secret on every node: peers prove it both ways\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -111,6 +113,7 @@ int start(int argc, char **argv)
 {
     std::string addr = "0.0.0.0";
     unsigned long port = KMIGRATE_DEFAULT_PORT, node = 0;
+    std::string key;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
         if (i + 1 >= argc)
@@ -121,7 +124,11 @@ int start(int argc, char **argv)
             port = number("--port", argv[++i], 65535);
         else if (a == "--node")
             node = number("--node", argv[++i], UINT32_MAX);
-        else
+        else if (a == "--key") {
+            key = argv[++i];
+            if (key.empty() || key.size() > KMIGRATE_KEY_DESC_MAX)
+                usage("--key: 1 to " + std::to_string(KMIGRATE_KEY_DESC_MAX) + " characters");
+        } else
             usage();
     }
     if (!port)
@@ -134,6 +141,8 @@ int start(int argc, char **argv)
     m.put(KMIGRATE_A_ADDR, sa.data(), sa.size());
     if (node)
         m.put<std::uint32_t>(KMIGRATE_A_NODE, static_cast<std::uint32_t>(node));
+    if (!key.empty())
+        m.put_str(KMIGRATE_A_KEY, key);
     c.run(m, "start");
     return 0;
 }

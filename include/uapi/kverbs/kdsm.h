@@ -90,8 +90,13 @@ enum kdsm_attr {
 	KDSM_A_STATS,		/* nest of u64, attribute type = enum kdsm_stat */
 	KDSM_A_JOIN_MS,		/* u32: mesh formation deadline (CREATE) */
 	KDSM_A_PAD,
+	KDSM_A_KEY,		/* string: a logon key every member proves
+				 * (CREATE; Documentation/security.rst) */
 	__KDSM_A_MAX,
 };
+
+/* Longest KDSM_A_KEY, the key's description, NUL excluded */
+#define KDSM_KEY_DESC_MAX	255
 
 #define KDSM_A_MAX	(__KDSM_A_MAX - 1)
 

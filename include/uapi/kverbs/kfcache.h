@@ -12,6 +12,7 @@
 #define KFC_GENL_VERSION	1
 #define KFC_DEFAULT_PORT	18800
 #define KFC_NAME_MAX		32	/* an export's name, with its NUL */
+#define KFC_KEY_DESC_MAX	255	/* a key's description, NUL excluded */
 
 enum {
 	KFC_CMD_UNSPEC,
@@ -32,6 +33,7 @@ enum {
 	KFC_A_EXPORT,		/* nested: NAME, PATH (repeated) */
 	KFC_A_STATS,		/* nested: u64 counters, types below */
 	KFC_A_PAD,
+	KFC_A_KEY,		/* string: a logon key clients prove (START) */
 	__KFC_A_MAX,
 };
 

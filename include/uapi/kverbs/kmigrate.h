@@ -284,8 +284,13 @@ enum {
 	KMIGRATE_A_ARENA,	/* nested: KMIGRATE_R_* (repeated) */
 	KMIGRATE_A_STATS,	/* nested: u64 counters, KMIGRATE_S_* */
 	KMIGRATE_A_PAD,
+	KMIGRATE_A_KEY,		/* string: a logon key every peer proves,
+				 * both ways (START) */
 	__KMIGRATE_A_MAX,
 };
+
+/* Longest KMIGRATE_A_KEY, the key's description, NUL excluded */
+#define KMIGRATE_KEY_DESC_MAX	255
 
 #define KMIGRATE_A_MAX (__KMIGRATE_A_MAX - 1)
 

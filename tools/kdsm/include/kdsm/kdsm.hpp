@@ -44,6 +44,7 @@ struct config {
     std::uint16_t port = KDSM_DEFAULT_PORT;
     std::uint32_t join_ms = 60000;
     std::vector<peer> peers;  // every node, this one too
+    std::string key;          // logon key every member proves; empty: none
 };
 
 // The generic netlink family "kdsm".
