@@ -335,7 +335,8 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 			errorfc(fc, "no usable logon key %s in the mounting task's keyrings",
 				s->key);
 		else if (ret == -EACCES)
-			errorfc(fc, "authentication with the server failed (another key, or none on one side)");
+			errorfc(fc, "%s",
+				"authentication with the server failed (another key, or none on one side)");
 		else
 			errorfc(fc, "cannot reach the server's export (%d)",
 				ret);

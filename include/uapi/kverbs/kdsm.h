@@ -90,8 +90,8 @@ enum kdsm_attr {
 	KDSM_A_STATS,		/* nest of u64, attribute type = enum kdsm_stat */
 	KDSM_A_JOIN_MS,		/* u32: mesh formation deadline (CREATE) */
 	KDSM_A_PAD,
-	KDSM_A_KEY,		/* string: a logon key every member proves
-				 * (CREATE; Documentation/security.rst) */
+	/* string: a logon key every member proves (CREATE; security.rst) */
+	KDSM_A_KEY,
 	__KDSM_A_MAX,
 };
 

@@ -284,8 +284,8 @@ enum {
 	KMIGRATE_A_ARENA,	/* nested: KMIGRATE_R_* (repeated) */
 	KMIGRATE_A_STATS,	/* nested: u64 counters, KMIGRATE_S_* */
 	KMIGRATE_A_PAD,
-	KMIGRATE_A_KEY,		/* string: a logon key every peer proves,
-				 * both ways (START) */
+	/* string: a logon key every peer proves, both ways (START) */
+	KMIGRATE_A_KEY,
 	__KMIGRATE_A_MAX,
 };
 
