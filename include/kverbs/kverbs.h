@@ -65,10 +65,10 @@ struct kvmsg_ops;
  * @connected: an endpoint became usable: sends work from here on, on the
  *	accepting side too; no message callback for it runs before this
  *	returns.  In a keyed domain, only for a peer that proved the key.
- *	Context: process (rdma_cm handler; for an accepted endpoint under
- *	the listener's handler lock; in a keyed domain, the domain's
- *	workqueue); may sleep, must not destroy the endpoint, a listener or
- *	the domain.
+ *	Runs in process context (the rdma_cm handler; for an accepted
+ *	endpoint under the listener's handler lock; in a keyed domain, the
+ *	domain's workqueue); may sleep, must not destroy the endpoint, a
+ *	listener or the domain.
  * @disconnected: an endpoint is gone: peer disconnect, error, device
  *	removal (@err -ENODEV) or local close (@err 0).  The last callback
  *	for @ep.  An accepted endpoint is freed after it returns; an endpoint
