@@ -513,7 +513,9 @@ def _integration_body(res, suite, c, plain):
     _messaging(res, suite, n0, n1)
     _user_space_peer(res, suite, n0, n1)
     _third_party_client(res, suite, n0, n1)
-    auth_checks(res, suite, n0, n1, kping)
+    # kverbs' authentication is the same code on both kernels: 6.1 (CI's
+    # time) runs the keyed exchange and one refusal of each side
+    auth_checks(res, suite, n0, n1, kping, full=suite != "integration-6.1")
     _device_removal(res, suite, n0, n1)
 
     # Clean unload on both nodes.
