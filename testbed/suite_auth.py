@@ -51,6 +51,17 @@ def _counts(n0):
     return (int(m.group(1)) if m else -1), conn, r.out
 
 
+def _counts_after(n0, want, tries=20):
+    """_counts() once auth_failures reached @want, or after 10 s: an
+    endpoint the server holds closes only when the client's goes."""
+    for _ in range(tries):
+        fails, conn, out = _counts(n0)
+        if fails >= want:
+            break
+        n0.run("sleep 0.5", timeout=10)
+    return fails, conn, out
+
+
 def auth_checks(res, suite, n0, n1, kping, test_build=False, full=True):
     """The checks; kping is suites.kping (the insmod line builder).
     @full: also another key, the user-space attacks and a keyed client
@@ -105,12 +116,7 @@ def _refused(res, suite, n0, n1, who, cmd, client_log, server_log):
     # busybox insmod tries init_module() after a failed finit_module():
     # each try is a connection, each refusal counted once.
     tries = len(re.findall(r"kping: connect to .* failed: -13", r.out))
-    # The server's endpoint (if any) closes when the client's goes.
-    for _ in range(20):
-        fails, conn, out = _counts(n0)
-        if fails >= fails0 + tries:
-            break
-        n0.run("sleep 0.5", timeout=10)
+    fails, conn, out = _counts_after(n0, fails0 + tries)
     ok = "rc=0" not in r.out and client_log in r.out and tries >= 1 and \
         fails == fails0 + tries and conn == conn0
     if server_log:
@@ -195,11 +201,7 @@ def _broken_proofs(res, suite, n0, n1, kping):
         # client accepted the server's proof, so each try connects on its
         # side and the server then closes it.
         tries = len(re.findall(r"kping: connected to node", r.out))
-        for _ in range(20):
-            fails, conn, out = _counts(n0)
-            if fails >= fails0 + tries:
-                break
-            n0.run("sleep 0.5", timeout=10)
+        fails, conn, out = _counts_after(n0, fails0 + tries)
         log = n0.run("dmesg | tail -n 10", timeout=30).out
         res.check(suite, f"auth: test_auth={bit} ({what}): the server "
                   "refuses the proof, counts it, and kping sees no "
