@@ -146,8 +146,9 @@ def cmd_test(args):
             suites.run_suite(res, s, suites.suite_kunit)
         elif s == "kunit-debug":
             suites.run_suite(res, s, suites.suite_kunit, "debug")
-        elif s == "integration-debug":
-            suites.run_suite(res, s, suites.suite_integration_debug)
+        elif s in ("integration-debug", "integration-debug-6.12"):
+            suites.run_suite(res, s, suites.suite_integration_debug,
+                             s[len("integration-"):])
         elif s == "kvmem-debug":
             suites.run_suite(res, s, suites.suite_kvmem_debug)
         elif s.startswith("integration-"):

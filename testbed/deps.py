@@ -24,6 +24,8 @@ PACKAGES = [
     "ninja-build", "pkg-config", "libgtest-dev", "libgmock-dev",
     "libbenchmark-dev", "libibverbs-dev", "librdmacm-dev", "python3",
     "linux-source-6.1",
+    # the debug kernel on 6.12 source (bookworm-backports)
+    "linux-source-6.12",
     # keyctl in the guests: the pre-shared keys of authenticated domains
     "keyutils",
     # testbed/fcache_env.py: guest disks, NFS server and client, fio

@@ -44,8 +44,14 @@ from .console import scan
 from .cpio import make_cpio
 
 FRAGMENTS = Path(__file__).resolve().parent / "kunit"
+# variant: its fragments, in order, and the linux-source it builds from.
+# debug-6.12 is the debug kernel on 6.12 source: rxe runs its tasks in
+# work items there (tasklets on 6.1), and the compat branches 6.12 selects
+# run under KASAN and lockdep (issue 26).
 VARIANTS = {"default": ["base.config"],
-            "debug": ["base.config", "debug.config"]}
+            "debug": ["base.config", "debug.config"],
+            "debug-6.12": ["base.config", "debug.config"]}
+SOURCE = {"default": "6.1", "debug": "6.1", "debug-6.12": "6.12"}
 BUILD_TIMEOUT = 3600          # seconds for the whole `make bzImage modules`
 DONE_STAMP = ".kvlab-complete"  # written last: its presence = usable build
 SRC_STAMP = ".kvlab-extracted"  # written after a complete extraction
@@ -111,18 +117,16 @@ class KunitResult:
 
 # ---------------------------------------------------------------- kernel build
 
-def _source_tarball():
-    """Newest /usr/src/linux-source-X.Y.tar.xz (by version, not by name)."""
-    found = []
-    for p in Path("/usr/src").glob("linux-source-*.tar.xz"):
-        m = re.fullmatch(r"linux-source-([\d.]+)\.tar\.xz", p.name)
-        if m:
-            found.append((tuple(int(x) for x in m.group(1).split(".")), p))
-    if not found:
-        raise HarnessError("no kernel source tarball /usr/src/linux-source-"
-                           "*.tar.xz (KUnit needs a kernel built from source)",
-                           "apt-get install linux-source-6.1")
-    return max(found)[1]
+def _source_tarball(version="6.1"):
+    """/usr/src/linux-source-<version>.tar.xz, from Debian's package."""
+    p = Path(f"/usr/src/linux-source-{version}.tar.xz")
+    if not p.exists():
+        raise HarnessError(f"no kernel source tarball {p} (KUnit and debug "
+                           "kernels are built from source)",
+                           f"apt-get install linux-source-{version}"
+                           + (" (bookworm-backports)" if version != "6.1"
+                              else ""))
+    return p
 
 
 def _extract(tarball):
@@ -147,7 +151,7 @@ def _extract(tarball):
 
 
 def source_tree():
-    """The unpacked linux-source tree (extracted once, cached)."""
+    """The unpacked 6.1 linux-source tree (extracted once, cached)."""
     return _extract(_source_tarball())
 
 
@@ -231,7 +235,7 @@ def kernel(variant="default"):
     build is never reused; a half-done one is resumed by make.
     """
     fragment = _fragment(variant)
-    tarball = _source_tarball()
+    tarball = _source_tarball(SOURCE[variant])
     key = _build_key(tarball, fragment)
     build = cache_dir() / "kunit" / f"build-{variant}-{key}"
     if (build / DONE_STAMP).exists():       # fast path, no lock needed

@@ -1174,13 +1174,14 @@ class _KunitGuestKernel:
         self.vmlinuz = kk.bzimage
 
 
-def _debug_cluster(name, modules, binaries, smp=1):
-    """A 2-guest cluster booting the debug KUnit kernel with @modules
-    (names of its kbuild) and user-space @binaries (meson build paths)."""
+def _debug_cluster(name, modules, binaries, smp=1, variant="debug"):
+    """A 2-guest cluster booting the debug KUnit kernel @variant (debug:
+    6.1 source, debug-6.12) with @modules (names of its kbuild) and
+    user-space @binaries (meson build paths)."""
     from . import initramfs, kunit
     from .cluster import Cluster
-    kk = kunit.kernel("debug")
-    mods = kbuild.build(kk.build, build_dir() / "kbuild" / "kunit-debug",
+    kk = kunit.kernel(variant)
+    mods = kbuild.build(kk.build, build_dir() / "kbuild" / f"kunit-{variant}",
                         kunit=True)
     workdir = _fresh_workdir(name)
     files = {f"/kvlab/modules/{n}": mods[n] for n in modules}
@@ -1193,15 +1194,17 @@ def _debug_cluster(name, modules, binaries, smp=1):
                    mem_mb=1024, smp=smp, machine="q35")
 
 
-def suite_integration_debug(res):
+def suite_integration_debug(res, variant="debug"):
     """The two-guest exchange and device removal on the debug KUnit kernel
     (KASAN, lockdep, DEBUG_ATOMIC_SLEEP, kmemleak), which distro kernels
-    cannot give; any report on a console fails the run."""
-    name = "integration-debug"
+    cannot give; any report on a console fails the run.  @variant: debug
+    (6.1 source) or debug-6.12 (integration-debug-6.12)."""
+    name = f"integration-{variant}"
     try:
         with _debug_cluster(name, ("kverbs.ko", "kping.ko", "krdma.ko",
                                    "kvtest.ko", "kvleak.ko"),
-                            ("tools/kvping/kvping", "/usr/bin/setpriv")) as c:
+                            ("tools/kvping/kvping", "/usr/bin/setpriv"),
+                            variant=variant) as c:
             n0, n1 = c.nodes
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
