@@ -37,6 +37,7 @@ ROTATION = [
     ["kunit-debug", "kvmem-debug", "kdsm-debug", "kmigrate-6.12"],
     ["kdsm-6.12", "kdsm8", "kfcache-6.1", "kmigrate-6.1"],
     ["kfcache-debug", "kmigrate-debug", "kvmem-6.12"],
+    ["integration-debug-6.12"],
 ]
 SUITES = CORE_SUITES + [s for g in ROTATION for s in g]
 
