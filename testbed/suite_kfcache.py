@@ -226,12 +226,13 @@ def _keyed(res, suite, srv, cli):
                 "/mnt/k; echo rc=$?; dmesg | tail -n 5", timeout=120)
     r0 = srv.run("cat /sys/kernel/debug/kverbs/kfcache_srv.*/endpoints",
                  timeout=30)
+    # busybox mount tries again read-only after EACCES: one or two
     res.check(suite, "a keyed server: a client without the key is refused "
               "(authentication failed), counted by the server",
               "rc=0" not in r.out and "authentication" in r.out and
-              re.search(r"auth key \d+ auth_failures 1\b", r0.out)
+              re.search(r"auth key \d+ auth_failures [12]\b", r0.out)
               is not None, r.out + r0.out)
-    srv.run_checked(f"{CTL} stop", timeout=60)
+    srv.run_checked(f"{CTL} stop && {CTL} unexport tree", timeout=60)
 
 
 def _md5_all(cli, mnt):
