@@ -234,6 +234,11 @@ void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * first and nothing before it; a proof anywhere else is an error.
 	 * Checked before the message's credits count: a failure tears down.
 	 */
+	if (unlikely(type == KVMSG_TYPE_AUTH && !kverbs_ep_keyed(ep))) {
+		kvmsg_proto_error(ep, "a proof on a connection without a key",
+				  rx->seq);
+		return;
+	}
 	if (unlikely(type == KVMSG_TYPE_AUTH || kverbs_ep_auth_pending(ep)) &&
 	    kverbs_ep_auth_check(ep, type == KVMSG_TYPE_AUTH,
 				 kvmsg_rx_data(rx), rx->len))

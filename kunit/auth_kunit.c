@@ -10,6 +10,7 @@
 #include <crypto/hash.h>
 #include <kunit/test.h>
 #include <linux/string.h>
+#include <net/ipv6.h>
 
 #include "../kverbs/kverbs-pri.h"
 
@@ -30,16 +31,45 @@ static const u8 ns[KVERBS_CM_NONCE_LEN] = {
 	0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0xbf,
 };
 
-/* HMAC-SHA256(key32, label | nc | ns | be32 7 | be32 9), first 16 bytes */
+/*
+ * HMAC-SHA256(key32, label | the 108-byte input of in_fill()), first 16
+ * bytes: client node 7 (depth 16, max_msg 4096) at 10.77.0.2:40000,
+ * server node 9 (depth 32, max_msg 8192) at 10.77.0.1:18515, both
+ * announcing KVERBS_CM_F_AUTH.
+ */
 static const u8 kat_server[KVERBS_CM_PROOF_LEN] = {
-	0x05, 0x94, 0xf1, 0xc2, 0xcc, 0x33, 0x9d, 0x75,
-	0x21, 0x51, 0xe2, 0x9b, 0xd7, 0xb0, 0x41, 0xca,
+	0x59, 0x64, 0x09, 0xe4, 0x98, 0x8c, 0xf3, 0xb8,
+	0xc6, 0x18, 0x1e, 0xec, 0x04, 0x74, 0xb1, 0xaf,
 };
 
 static const u8 kat_client[KVERBS_CM_PROOF_LEN] = {
-	0xd2, 0xd5, 0xa5, 0xaa, 0xe0, 0xe7, 0x66, 0x3b,
-	0x62, 0x06, 0xf0, 0xa0, 0x3d, 0xad, 0x97, 0x05,
+	0x9c, 0x5a, 0x03, 0x6d, 0x6c, 0x8b, 0x9c, 0x1c,
+	0x54, 0x53, 0xdd, 0x23, 0x52, 0xa0, 0xbd, 0xee,
 };
+
+static void in_addr4(u8 *out, u8 last, u16 port)
+{
+	struct sockaddr_in sin = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(0x0a4d0000 | last),	/* 10.77.0.x */
+		.sin_port = htons(port),
+	};
+
+	kverbs_auth_addr((struct sockaddr *)&sin, out);
+}
+
+static void in_fill(struct kverbs_auth_input *in)
+{
+	memset(in, 0, sizeof(*in));
+	memcpy(in->nc, nc, sizeof(nc));
+	memcpy(in->ns, ns, sizeof(ns));
+	kverbs_cm_priv_fill(&in->client, 7, 16, 4096);
+	in->client.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
+	kverbs_cm_priv_fill(&in->server, 9, 32, 8192);
+	in->server.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
+	in_addr4(in->client_addr, 2, 40000);
+	in_addr4(in->server_addr, 1, 18515);
+}
 
 /* KUNIT_EXPECT_MEMEQ() is 6.2's; the KUnit kernel is 6.1. */
 static struct crypto_shash *tfm_or_fail(struct kunit *test, const u8 *k,
@@ -55,58 +85,109 @@ static struct crypto_shash *tfm_or_fail(struct kunit *test, const u8 *k,
 static void kverbs_auth_known_answer(struct kunit *test)
 {
 	struct crypto_shash *tfm = tfm_or_fail(test, key32, sizeof(key32));
+	struct kverbs_auth_input in;
 	u8 p[KVERBS_CM_PROOF_LEN];
 
-	KUNIT_ASSERT_EQ(test, kverbs_auth_proof(tfm, true, nc, ns, 7, 9, p), 0);
+	KUNIT_EXPECT_EQ(test, sizeof(in), (size_t)108);
+	in_fill(&in);
+	KUNIT_ASSERT_EQ(test, kverbs_auth_proof(tfm, true, &in, p), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(p, kat_server, sizeof(p)), 0);
-	KUNIT_ASSERT_EQ(test, kverbs_auth_proof(tfm, false, nc, ns, 7, 9, p), 0);
+	KUNIT_ASSERT_EQ(test, kverbs_auth_proof(tfm, false, &in, p), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(p, kat_client, sizeof(p)), 0);
-	KUNIT_EXPECT_TRUE(test, kverbs_auth_verify(tfm, true, nc, ns, 7, 9,
-						   kat_server));
-	KUNIT_EXPECT_TRUE(test, kverbs_auth_verify(tfm, false, nc, ns, 7, 9,
-						   kat_client));
+	KUNIT_EXPECT_TRUE(test, kverbs_auth_verify(tfm, true, &in, kat_server));
+	KUNIT_EXPECT_TRUE(test, kverbs_auth_verify(tfm, false, &in, kat_client));
 	crypto_free_shash(tfm);
 }
 
 /*
- * Every input is bound: a proof checks only with the same key, label,
- * nonces and node ids.  A replay is a recorded proof met by a fresh
- * nonce; a reflection is one side's proof offered as the other's.
+ * Every input is bound: a proof checks only with the same key, label and
+ * view of the connection.  A replay is a recorded proof met by a fresh
+ * nonce; a reflection is one side's proof offered as the other's; a relay
+ * splices two connections, so one side sees another address.
  */
+struct kverbs_auth_bound_case {
+	const char *what;
+	void (*change)(struct kverbs_auth_input *in);
+};
+
+static void ch_ns(struct kverbs_auth_input *in)
+{
+	in->ns[0] ^= 0x80;
+}
+
+static void ch_nc(struct kverbs_auth_input *in)
+{
+	in->nc[15] ^= 1;
+}
+
+static void ch_nonces_swapped(struct kverbs_auth_input *in)
+{
+	u8 t[KVERBS_CM_NONCE_LEN];
+
+	memcpy(t, in->nc, sizeof(t));
+	memcpy(in->nc, in->ns, sizeof(t));
+	memcpy(in->ns, t, sizeof(t));
+}
+
+static void ch_client_node(struct kverbs_auth_input *in)
+{
+	in->client.node_id = cpu_to_be32(8);
+}
+
+static void ch_server_depth(struct kverbs_auth_input *in)
+{
+	in->server.depth = cpu_to_be16(16);
+}
+
+static void ch_client_addr(struct kverbs_auth_input *in)
+{
+	in_addr4(in->client_addr, 3, 40000);	/* a relay's address */
+}
+
+static void ch_server_port(struct kverbs_auth_input *in)
+{
+	in_addr4(in->server_addr, 1, 18516);
+}
+
+static const struct kverbs_auth_bound_case bound_cases[] = {
+	{ "replay: the server's nonce is fresh", ch_ns },
+	{ "replay: the client's nonce is fresh", ch_nc },
+	{ "nonces swapped", ch_nonces_swapped },
+	{ "another client node id", ch_client_node },
+	{ "another server announcement", ch_server_depth },
+	{ "relay: another client address", ch_client_addr },
+	{ "another server port", ch_server_port },
+};
+
 static void kverbs_auth_bound(struct kunit *test)
 {
 	struct crypto_shash *tfm = tfm_or_fail(test, key32, sizeof(key32));
-	struct crypto_shash *other;
-	u8 k2[32], n2[KVERBS_CM_NONCE_LEN];
+	struct kverbs_auth_input in;
+	unsigned int i;
+	u8 k2[32];
+
+	for (i = 0; i < ARRAY_SIZE(bound_cases); i++) {
+		in_fill(&in);
+		bound_cases[i].change(&in);
+		KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, &in,
+								kat_client),
+				       "%s", bound_cases[i].what);
+		KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, true, &in,
+								kat_server),
+				       "%s", bound_cases[i].what);
+	}
+	in_fill(&in);
+	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, &in,
+							kat_server),
+			       "reflection: the server's proof as the client's");
+	crypto_free_shash(tfm);
 
 	memcpy(k2, key32, sizeof(k2));
 	k2[31] ^= 1;
-	other = tfm_or_fail(test, k2, sizeof(k2));
-	memcpy(n2, ns, sizeof(n2));
-	n2[0] ^= 0x80;
-
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(other, false, nc, ns, 7,
-							9, kat_client),
+	tfm = tfm_or_fail(test, k2, sizeof(k2));
+	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, &in,
+							kat_client),
 			       "another key");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, nc, n2, 7,
-							9, kat_client),
-			       "replay: the server's nonce is fresh");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, true, n2, ns, 7,
-							9, kat_server),
-			       "replay: the client's nonce is fresh");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, nc, ns, 7,
-							9, kat_server),
-			       "reflection: the server's proof as the client's");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, nc, ns, 8,
-							9, kat_client),
-			       "another client node id");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, nc, ns, 9,
-							7, kat_client),
-			       "node ids swapped");
-	KUNIT_EXPECT_FALSE_MSG(test, kverbs_auth_verify(tfm, false, ns, nc, 7,
-							9, kat_client),
-			       "nonces swapped");
-	crypto_free_shash(other);
 	crypto_free_shash(tfm);
 }
 
@@ -114,16 +195,31 @@ static void kverbs_auth_bound(struct kunit *test)
 static void kverbs_auth_every_bit(struct kunit *test)
 {
 	struct crypto_shash *tfm = tfm_or_fail(test, key32, sizeof(key32));
+	struct kverbs_auth_input in;
 	u8 p[KVERBS_CM_PROOF_LEN];
 	unsigned int bit, accepted = 0;
 
+	in_fill(&in);
 	for (bit = 0; bit < 8 * sizeof(p); bit++) {
 		memcpy(p, kat_client, sizeof(p));
 		p[bit / 8] ^= 1 << (bit % 8);
-		accepted += kverbs_auth_verify(tfm, false, nc, ns, 7, 9, p);
+		accepted += kverbs_auth_verify(tfm, false, &in, p);
 	}
 	KUNIT_EXPECT_EQ(test, accepted, 0U);
 	crypto_free_shash(tfm);
+}
+
+/* IPv4 is hashed as v4-mapped IPv6, so both families agree. */
+static void kverbs_auth_addr_mapped(struct kunit *test)
+{
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6,
+				     .sin6_port = htons(18515) };
+	u8 a4[KVERBS_AUTH_ADDR_LEN], a6[KVERBS_AUTH_ADDR_LEN];
+
+	ipv6_addr_set_v4mapped(htonl(0x0a4d0001), &sin6.sin6_addr);
+	in_addr4(a4, 1, 18515);
+	kverbs_auth_addr((struct sockaddr *)&sin6, a6);
+	KUNIT_EXPECT_EQ(test, memcmp(a4, a6, sizeof(a4)), 0);
 }
 
 static void kverbs_auth_key_length(struct kunit *test)
@@ -194,6 +290,7 @@ static struct kunit_case kverbs_auth_cases[] = {
 	KUNIT_CASE(kverbs_auth_known_answer),
 	KUNIT_CASE(kverbs_auth_bound),
 	KUNIT_CASE(kverbs_auth_every_bit),
+	KUNIT_CASE(kverbs_auth_addr_mapped),
 	KUNIT_CASE(kverbs_auth_key_length),
 	KUNIT_CASE(kverbs_cm_auth_part),
 	{}

@@ -31,6 +31,7 @@
 #include <keys/user-type.h>
 #include <linux/key.h>
 #include <linux/random.h>
+#include <net/ipv6.h>
 
 #include "kverbs-pri.h"
 #include "kverbs_trace.h"
@@ -67,25 +68,50 @@ struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len)
 EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_tfm_new);
 
 /**
+ * kverbs_auth_addr - an address as the proofs take it
+ * @sa: AF_INET or AF_INET6 address with port
+ * @out: KVERBS_AUTH_ADDR_LEN bytes: the IPv6 address (IPv4 as v4-mapped)
+ *	then the port, both in network byte order
+ *
+ * Context: any.
+ */
+void kverbs_auth_addr(const struct sockaddr *sa, u8 *out)
+{
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+	const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+	struct in6_addr a;
+	__be16 port;
+
+	memset(&a, 0, sizeof(a));
+	port = 0;
+	if (sa->sa_family == AF_INET) {
+		ipv6_addr_set_v4mapped(in->sin_addr.s_addr, &a);
+		port = in->sin_port;
+	} else if (sa->sa_family == AF_INET6) {
+		a = in6->sin6_addr;
+		port = in6->sin6_port;
+	}
+	memcpy(out, &a, sizeof(a));
+	memcpy(out + sizeof(a), &port, sizeof(port));
+}
+EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_addr);
+
+/**
  * kverbs_auth_proof - one side's proof for a connection
  * @tfm: the domain's keyed transform
  * @server: the accepting side's proof (else the connecting side's)
- * @nc: the connecting side's nonce
- * @ns: the accepting side's nonce
- * @client_node: the connecting side's node id
- * @server_node: the accepting side's node id
+ * @in: both nonces, both announcements and both addresses, each side's
+ *	own view; the two views of one connection are equal
  * @proof: KVERBS_CM_PROOF_LEN bytes of output
  *
  * Context: any.
  * Return: 0 or the crypto API's error (@proof is then zero).
  */
-int kverbs_auth_proof(struct crypto_shash *tfm, bool server, const u8 *nc,
-		      const u8 *ns, u32 client_node, u32 server_node, u8 *proof)
+int kverbs_auth_proof(struct crypto_shash *tfm, bool server,
+		      const struct kverbs_auth_input *in, u8 *proof)
 {
 	SHASH_DESC_ON_STACK(desc, tfm);
 	u8 digest[SHA256_DIGEST_SIZE];
-	__be32 nodes[2] = { cpu_to_be32(client_node),
-			    cpu_to_be32(server_node) };
 	const char *label = server ? kverbs_auth_label_server :
 				     kverbs_auth_label_client;
 	int ret;
@@ -93,9 +119,7 @@ int kverbs_auth_proof(struct crypto_shash *tfm, bool server, const u8 *nc,
 	desc->tfm = tfm;
 	ret = crypto_shash_init(desc) ?:
 	      crypto_shash_update(desc, label, strlen(label)) ?:
-	      crypto_shash_update(desc, nc, KVERBS_CM_NONCE_LEN) ?:
-	      crypto_shash_update(desc, ns, KVERBS_CM_NONCE_LEN) ?:
-	      crypto_shash_update(desc, (const u8 *)nodes, sizeof(nodes)) ?:
+	      crypto_shash_update(desc, (const u8 *)in, sizeof(*in)) ?:
 	      crypto_shash_final(desc, digest);
 	shash_desc_zero(desc);
 	if (ret)
@@ -111,10 +135,7 @@ EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_proof);
  * kverbs_auth_verify - is @got the proof the other side owes?
  * @tfm: the domain's keyed transform
  * @server: whose proof @got claims to be
- * @nc: the connecting side's nonce
- * @ns: the accepting side's nonce
- * @client_node: the connecting side's node id
- * @server_node: the accepting side's node id
+ * @in: this side's view of the connection (kverbs_auth_proof())
  * @got: KVERBS_CM_PROOF_LEN bytes as received
  *
  * Compared in constant time.
@@ -122,15 +143,13 @@ EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_proof);
  * Context: any.
  * Return: true if it is.
  */
-bool kverbs_auth_verify(struct crypto_shash *tfm, bool server, const u8 *nc,
-			const u8 *ns, u32 client_node, u32 server_node,
-			const u8 *got)
+bool kverbs_auth_verify(struct crypto_shash *tfm, bool server,
+			const struct kverbs_auth_input *in, const u8 *got)
 {
 	u8 want[KVERBS_CM_PROOF_LEN];
 	bool ok;
 
-	ok = !kverbs_auth_proof(tfm, server, nc, ns, client_node, server_node,
-				want) &&
+	ok = !kverbs_auth_proof(tfm, server, in, want) &&
 	     !crypto_memneq(want, got, sizeof(want));
 	memzero_explicit(want, sizeof(want));
 	return ok;
@@ -144,7 +163,7 @@ EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_verify);
  *
  * Context: process; the calling task's keyrings are searched.
  * Return: 0, -ENOKEY (no such key the caller may search), -EKEYREVOKED,
- * -EKEYEXPIRED, -EINVAL (payload outside KVERBS_AUTH_KEY_MIN..MAX
+ * -EKEYEXPIRED, -EKEYREJECTED (payload outside KVERBS_AUTH_KEY_MIN..MAX
  * bytes) or the crypto API's error.
  */
 int kverbs_auth_init(struct kverbs_domain *dom, const char *desc)
@@ -167,7 +186,8 @@ int kverbs_auth_init(struct kverbs_domain *dom, const char *desc)
 	if (!ret) {
 		tfm = kverbs_auth_tfm_new(payload->data, payload->datalen);
 		if (IS_ERR(tfm))
-			ret = PTR_ERR(tfm);
+			ret = PTR_ERR(tfm) == -EINVAL ? -EKEYREJECTED :
+			      PTR_ERR(tfm);
 		else
 			dom->auth_tfm = tfm;
 	}
@@ -221,7 +241,12 @@ static void kverbs_test_auth_tamper(u8 *proof)
  */
 static void kverbs_auth_fail(struct kverbs_ep *ep, const char *why, int err)
 {
-	if (!test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags)) {
+	bool first;
+
+	spin_lock_bh(&ep->lock);
+	first = !test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
+	spin_unlock_bh(&ep->lock);
+	if (first) {
 		atomic64_inc(&ep->dom->auth_failures);
 		trace_kverbs_auth(ep, why, err);
 		kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s\n",
@@ -234,14 +259,15 @@ static void kverbs_auth_fail(struct kverbs_ep *ep, const char *why, int err)
  * kverbs_ep_auth_teardown - an accepted endpoint closes before its proof
  * @ep: endpoint in teardown, its auth work cancelled
  *
- * A peer that leaves without proving the key (it found our proof wrong,
- * or never had the key) failed too: it is counted like the others.
+ * A peer that disconnects without proving the key (it found our proof
+ * wrong, or never had the key) failed too: it is counted like the others.
  *
  * Context: process (teardown).
  */
 void kverbs_ep_auth_teardown(struct kverbs_ep *ep)
 {
-	if (!kverbs_ep_auth_pending(ep) ||
+	/* Our own closes (destroy, device removal) are not the peer's. */
+	if (!kverbs_ep_auth_pending(ep) || ep->error != -ECONNRESET ||
 	    test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags))
 		return;
 	atomic64_inc(&ep->dom->auth_failures);
@@ -253,22 +279,34 @@ void kverbs_ep_auth_teardown(struct kverbs_ep *ep)
 
 /**
  * kverbs_ep_auth_request - an active endpoint's request: a fresh nonce
- * @ep: endpoint of a keyed domain, before its connect
+ * @ep: endpoint of a keyed domain, route resolved, before its connect
+ * @priv: our announcement as the request carries it
  * @auth: the request's authentication part
+ *
+ * Records our view of the connection for the proofs.
  *
  * Context: process.
  */
-void kverbs_ep_auth_request(struct kverbs_ep *ep, struct kverbs_cm_auth *auth)
+void kverbs_ep_auth_request(struct kverbs_ep *ep,
+			    const struct kverbs_cm_priv *priv,
+			    struct kverbs_cm_auth *auth)
 {
-	get_random_bytes(ep->auth.nonce, sizeof(ep->auth.nonce));
-	memcpy(auth->nonce, ep->auth.nonce, sizeof(auth->nonce));
+	struct kverbs_auth_input *in = &ep->auth.in;
+	struct rdma_addr *ra = &ep->cm_id->route.addr;
+
+	get_random_bytes(in->nc, sizeof(in->nc));
+	in->client = *priv;
+	kverbs_auth_addr((struct sockaddr *)&ra->src_addr, in->client_addr);
+	kverbs_auth_addr((struct sockaddr *)&ra->dst_addr, in->server_addr);
+	memcpy(auth->nonce, in->nc, sizeof(auth->nonce));
 	memset(auth->proof, 0, sizeof(auth->proof));
 }
 
 /**
  * kverbs_ep_auth_accept - a passive endpoint's answer: nonce and proof
- * @ep: accepted endpoint of a keyed domain; @peer_nonce and the peer's node
- *	are set
+ * @ep: accepted endpoint of a keyed domain; kverbs_ep_auth_peer() took the
+ *	request's part
+ * @priv: our announcement as the accept carries it
  * @auth: the accept's authentication part
  *
  * Arms the wait for the peer's proof: kverbs_ep_connected() then leaves
@@ -277,23 +315,49 @@ void kverbs_ep_auth_request(struct kverbs_ep *ep, struct kverbs_cm_auth *auth)
  * Context: process (the endpoint's CM handler).
  * Return: 0 or the crypto API's error.
  */
-int kverbs_ep_auth_accept(struct kverbs_ep *ep, struct kverbs_cm_auth *auth)
+int kverbs_ep_auth_accept(struct kverbs_ep *ep,
+			  const struct kverbs_cm_priv *priv,
+			  struct kverbs_cm_auth *auth)
 {
+	struct kverbs_auth_input *in = &ep->auth.in;
 	int ret;
 
-	get_random_bytes(ep->auth.nonce, sizeof(ep->auth.nonce));
-	memcpy(auth->nonce, ep->auth.nonce, sizeof(auth->nonce));
-	ret = kverbs_auth_proof(ep->dom->auth_tfm, true, ep->auth.peer_nonce,
-				ep->auth.nonce, ep->peer_node,
-				ep->dom->node_id, auth->proof);
+	get_random_bytes(in->ns, sizeof(in->ns));
+	in->server = *priv;
+	memcpy(auth->nonce, in->ns, sizeof(auth->nonce));
+	ret = kverbs_auth_proof(ep->dom->auth_tfm, true, in, auth->proof);
 	if (!ret)
 		set_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags);
 	return ret;
 }
 
 /**
+ * kverbs_ep_auth_peer - an accepted endpoint keeps the request's part
+ * @ep: endpoint just created for a request to a keyed domain
+ * @data: the request's private data, its announcement first
+ * @auth: the request's authentication part
+ *
+ * Records the peer's nonce and announcement and this side's view of the
+ * addresses (the peer's is the same connection seen from the other end).
+ *
+ * Context: process (the listener's CM handler).
+ */
+void kverbs_ep_auth_peer(struct kverbs_ep *ep, const void *data,
+			 const struct kverbs_cm_auth *auth)
+{
+	struct kverbs_auth_input *in = &ep->auth.in;
+	struct rdma_addr *ra = &ep->cm_id->route.addr;
+
+	memcpy(in->nc, auth->nonce, sizeof(in->nc));
+	memcpy(&in->client, data, sizeof(in->client));
+	kverbs_auth_addr((struct sockaddr *)&ra->dst_addr, in->client_addr);
+	kverbs_auth_addr((struct sockaddr *)&ra->src_addr, in->server_addr);
+}
+
+/**
  * kverbs_ep_auth_established - an active endpoint checks the accept
  * @ep: endpoint of a keyed domain, the accept's announcement parsed
+ * @data: the accept's private data, its announcement first
  * @auth: the accept's authentication part
  *
  * On success our proof waits in @ep for kvmsg to send first.
@@ -301,20 +365,19 @@ int kverbs_ep_auth_accept(struct kverbs_ep *ep, struct kverbs_cm_auth *auth)
  * Context: process (the endpoint's CM handler).
  * Return: 0, or -EACCES after failing the endpoint.
  */
-int kverbs_ep_auth_established(struct kverbs_ep *ep,
+int kverbs_ep_auth_established(struct kverbs_ep *ep, const void *data,
 			       const struct kverbs_cm_auth *auth)
 {
 	struct kverbs_domain *dom = ep->dom;
+	struct kverbs_auth_input *in = &ep->auth.in;
 
-	if (!kverbs_auth_verify(dom->auth_tfm, true, ep->auth.nonce,
-				auth->nonce, dom->node_id, ep->peer_node,
-				auth->proof)) {
+	memcpy(in->ns, auth->nonce, sizeof(in->ns));
+	memcpy(&in->server, data, sizeof(in->server));
+	if (!kverbs_auth_verify(dom->auth_tfm, true, in, auth->proof)) {
 		kverbs_auth_fail(ep, "the accept's proof is wrong", -EACCES);
 		return -EACCES;
 	}
-	if (kverbs_auth_proof(dom->auth_tfm, false, ep->auth.nonce,
-			      auth->nonce, dom->node_id, ep->peer_node,
-			      ep->auth.proof)) {
+	if (kverbs_auth_proof(dom->auth_tfm, false, in, ep->auth.proof)) {
 		kverbs_auth_fail(ep, "cannot compute our proof", -EACCES);
 		return -EACCES;
 	}
@@ -344,8 +407,7 @@ int kverbs_ep_auth_check(struct kverbs_ep *ep, bool is_proof,
 	bool waiting, ok;
 
 	spin_lock_bh(&ep->lock);
-	waiting = test_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags) &&
-		  !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
+	waiting = kverbs_ep_auth_pending(ep);
 	spin_unlock_bh(&ep->lock);
 	if (!waiting || !is_proof || len != KVERBS_CM_PROOF_LEN) {
 		kverbs_auth_fail(ep, !waiting ? "a proof nobody asked for" :
@@ -353,21 +415,28 @@ int kverbs_ep_auth_check(struct kverbs_ep *ep, bool is_proof,
 				 "a proof of the wrong length", -EACCES);
 		return -EACCES;
 	}
-	ok = kverbs_auth_verify(dom->auth_tfm, false, ep->auth.peer_nonce,
-				ep->auth.nonce, ep->peer_node, dom->node_id,
-				proof);
+	ok = kverbs_auth_verify(dom->auth_tfm, false, &ep->auth.in, proof);
 	if (!ok) {
 		kverbs_auth_fail(ep, "wrong proof (another key, or a replay)",
 				 -EACCES);
 		return -EACCES;
 	}
-	trace_kverbs_auth(ep, "authenticated", 0);
+	/*
+	 * The decision is made once, under ep->lock: a deadline that failed
+	 * the endpoint meanwhile (FAILED) wins, and no ->connected follows.
+	 */
 	spin_lock_bh(&ep->lock);
-	set_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
-	/* Connected already: ->connected may run now, else at connect. */
-	if (ep->state == KVERBS_EP_CONNECTED)
-		mod_delayed_work(dom->wq, &ep->auth_work, 0);
+	ok = !test_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
+	if (ok) {
+		set_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
+		/* Connected already: ->connected may run now, else at connect. */
+		if (ep->state == KVERBS_EP_CONNECTED)
+			mod_delayed_work(dom->wq, &ep->auth_work, 0);
+	}
 	spin_unlock_bh(&ep->lock);
+	if (!ok)
+		return -EACCES;
+	trace_kverbs_auth(ep, "authenticated", 0);
 	return 0;
 }
 
@@ -387,14 +456,25 @@ void kverbs_ep_auth_work(struct work_struct *work)
 					    struct kverbs_ep, auth_work);
 	bool live, passed, notify;
 
+	bool late;
+
 	spin_lock_bh(&ep->lock);
-	live = ep->state == KVERBS_EP_CONNECTED;
+	live = ep->state == KVERBS_EP_CONNECTED &&
+	       !test_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
 	passed = test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
 	notify = live && passed &&
 		 !test_and_set_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+	/* Decided under the lock: a proof arriving now finds FAILED. */
+	late = live && !passed &&
+	       !test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
 	spin_unlock_bh(&ep->lock);
-	if (notify)
+	if (notify) {
 		kverbs_ep_notify(ep);
-	else if (live && !passed)
-		kverbs_auth_fail(ep, "no proof in time", -ETIMEDOUT);
+	} else if (late) {
+		atomic64_inc(&ep->dom->auth_failures);
+		trace_kverbs_auth(ep, "no proof in time", -ETIMEDOUT);
+		kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s\n",
+			      ep->peer_node, &ep->peer_addr, "no proof in time");
+		kverbs_ep_fail(ep, -ETIMEDOUT);
+	}
 }

@@ -141,9 +141,9 @@ static int kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_wire *w,
 		w->priv.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
 		param->private_data_len = sizeof(*w);
 		if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
-			ret = kverbs_ep_auth_accept(ep, &w->auth);
+			ret = kverbs_ep_auth_accept(ep, &w->priv, &w->auth);
 		else
-			kverbs_ep_auth_request(ep, &w->auth);
+			kverbs_ep_auth_request(ep, &w->priv, &w->auth);
 	}
 	param->responder_resources = min_t(int, attrs->max_qp_rd_atom, 16);
 	param->initiator_depth = min_t(int, attrs->max_qp_init_rd_atom, 16);
@@ -238,7 +238,7 @@ static void kverbs_ep_established_active(struct kverbs_ep *ep,
 				   -EPROTO);
 		return;
 	}
-	if (ep->dom->auth_tfm && kverbs_ep_auth_established(ep, &auth))
+	if (ep->dom->auth_tfm && kverbs_ep_auth_established(ep, data, &auth))
 		return;
 	kverbs_ep_connected(ep);
 }

@@ -262,13 +262,6 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	spin_unlock_bh(&ep->lock);
 	/* Tasks sleeping for a slot must see CLOSING, not wait on. */
 	wake_up_all(&ep->sq.wait);
-	/*
-	 * CLOSING: a proof's work finds nothing to do from now on; one that
-	 * started earlier is waited for, with its ->connected.  It runs on
-	 * dom->wq, never on down_wq, where this runs.
-	 */
-	cancel_delayed_work_sync(&ep->auth_work);
-	kverbs_ep_auth_teardown(ep);
 
 	/* A handler creating the QP holds dom->lock: wait for it, then look. */
 	mutex_lock(&dom->lock);
@@ -297,6 +290,15 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	kverbs_ep_release_qp(ep);
 	mutex_unlock(&dom->lock);
 
+	/*
+	 * CLOSING: a proof's work finds nothing to do from now on; one that
+	 * started earlier is waited for, with its ->connected, here where the
+	 * CM handler's is (rdma_destroy_id): after the drain and the upper
+	 * layer's stop, which end what a ->connected may sleep on.  The work
+	 * runs on dom->wq, never on down_wq, where this runs.
+	 */
+	cancel_delayed_work_sync(&ep->auth_work);
+	kverbs_ep_auth_teardown(ep);
 	if (ep->cm_id) {
 		rdma_destroy_id(ep->cm_id);
 		ep->cm_id = NULL;

@@ -369,14 +369,32 @@ enum {
 	KVERBS_EP_F_AUTH_FAILED,	/* counted in dom->auth_failures once */
 };
 
+/* An address in a proof: IPv6 (IPv4 v4-mapped), then the port. */
+#define KVERBS_AUTH_ADDR_LEN	18
+
 /*
- * Authentication state of an endpoint (auth.c).  @nonce is ours, @peer_nonce
- * the peer's (passive side: from the request); @proof is ours, computed by
- * an active endpoint once it checked the accept, for kvmsg to send.
+ * What a proof covers (auth.c, uapi/kverbs/cm.h): the connection as each
+ * side sees it.  Both views of one connection are byte for byte equal; a
+ * relay that splices two connections changes an address, a nonce or an
+ * announcement on one side and fails the other's check.
+ */
+struct kverbs_auth_input {
+	u8 nc[KVERBS_CM_NONCE_LEN];
+	u8 ns[KVERBS_CM_NONCE_LEN];
+	struct kverbs_cm_priv client;	/* announcements as sent */
+	struct kverbs_cm_priv server;
+	u8 client_addr[KVERBS_AUTH_ADDR_LEN];
+	u8 server_addr[KVERBS_AUTH_ADDR_LEN];
+} __packed;
+
+/*
+ * Authentication state of an endpoint (auth.c): @in is filled by the CM
+ * handler before the endpoint can receive its peer's proof, and read-only
+ * after; @proof is ours, computed by an active endpoint once it checked
+ * the accept, for kvmsg to send.
  */
 struct kverbs_ep_auth {
-	u8 nonce[KVERBS_CM_NONCE_LEN];
-	u8 peer_nonce[KVERBS_CM_NONCE_LEN];
+	struct kverbs_auth_input in;
 	u8 proof[KVERBS_CM_PROOF_LEN];
 };
 
@@ -451,7 +469,14 @@ struct kverbs_ep {
 static inline bool kverbs_ep_auth_pending(const struct kverbs_ep *ep)
 {
 	return test_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags) &&
-	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
+	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags) &&
+	       !test_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
+}
+
+/* The endpoint's domain authenticates its peers. */
+static inline bool kverbs_ep_keyed(const struct kverbs_ep *ep)
+{
+	return ep->dom->auth_tfm;
 }
 
 /* Safe while teardown destroys the QP: a copy, never ep->qp. */
@@ -543,16 +568,22 @@ void kverbs_ep_notify(struct kverbs_ep *ep);
 /* auth.c: pre-shared key authentication */
 struct crypto_shash;
 struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len);
-int kverbs_auth_proof(struct crypto_shash *tfm, bool server, const u8 *nc,
-		      const u8 *ns, u32 client_node, u32 server_node, u8 *proof);
-bool kverbs_auth_verify(struct crypto_shash *tfm, bool server, const u8 *nc,
-			const u8 *ns, u32 client_node, u32 server_node,
-			const u8 *got);
+void kverbs_auth_addr(const struct sockaddr *sa, u8 *out);
+int kverbs_auth_proof(struct crypto_shash *tfm, bool server,
+		      const struct kverbs_auth_input *in, u8 *proof);
+bool kverbs_auth_verify(struct crypto_shash *tfm, bool server,
+			const struct kverbs_auth_input *in, const u8 *got);
 int kverbs_auth_init(struct kverbs_domain *dom, const char *desc);
 void kverbs_auth_free(struct kverbs_domain *dom);
-void kverbs_ep_auth_request(struct kverbs_ep *ep, struct kverbs_cm_auth *auth);
-int kverbs_ep_auth_accept(struct kverbs_ep *ep, struct kverbs_cm_auth *auth);
-int kverbs_ep_auth_established(struct kverbs_ep *ep,
+void kverbs_ep_auth_request(struct kverbs_ep *ep,
+			    const struct kverbs_cm_priv *priv,
+			    struct kverbs_cm_auth *auth);
+void kverbs_ep_auth_peer(struct kverbs_ep *ep, const void *data,
+			 const struct kverbs_cm_auth *auth);
+int kverbs_ep_auth_accept(struct kverbs_ep *ep,
+			  const struct kverbs_cm_priv *priv,
+			  struct kverbs_cm_auth *auth);
+int kverbs_ep_auth_established(struct kverbs_ep *ep, const void *data,
 			       const struct kverbs_cm_auth *auth);
 int kverbs_ep_auth_check(struct kverbs_ep *ep, bool is_proof,
 			 const void *proof, u32 len);

@@ -73,6 +73,10 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	if (reason == KVERBS_CM_OK)
 		reason = kverbs_cm_auth_parse(data, len, !!dom->auth_tfm,
 					      &auth);
+	/* A request's proof field is zero: keep those bytes free for later. */
+	if (reason == KVERBS_CM_OK && dom->auth_tfm &&
+	    memchr_inv(auth.proof, 0, sizeof(auth.proof)))
+		reason = KVERBS_CM_EFLAGS;
 	if (reason == KVERBS_CM_EAUTH)
 		atomic64_inc(&dom->auth_failures);
 	if (reason != KVERBS_CM_OK) {
@@ -99,12 +103,12 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	ep->req_initiator_depth = ev->param.conn.initiator_depth;
 	ep->req_responder_resources = ev->param.conn.responder_resources;
 	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
-	if (dom->auth_tfm)
-		memcpy(ep->auth.peer_nonce, auth.nonce, sizeof(auth.nonce));
 	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
 	/* Every later event of @id is the endpoint's. */
 	id->context = ep;
 	id->event_handler = kverbs_cm_handler;
+	if (dom->auth_tfm)
+		kverbs_ep_auth_peer(ep, data, &auth);
 
 	/*
 	 * From here on the endpoint owns @id and only its teardown destroys

@@ -122,6 +122,21 @@ struct kverbs_domain_attr {
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);
+
+/**
+ * kverbs_key_error - did kverbs_domain_create() fail on its auth_key?
+ * @err: its error
+ *
+ * Context: any.
+ * Return: true for the key's errors: none the caller may search
+ * (-ENOKEY, -EACCES), revoked, expired, or not 16 to 64 bytes
+ * (-EKEYREJECTED).
+ */
+static inline bool kverbs_key_error(long err)
+{
+	return err == -ENOKEY || err == -EKEYREVOKED || err == -EKEYEXPIRED ||
+	       err == -EKEYREJECTED || err == -EACCES;
+}
 void kverbs_domain_destroy(struct kverbs_domain *dom);
 void *kverbs_domain_priv(const struct kverbs_domain *dom);
 int kverbs_domain_poll(struct kverbs_domain *dom);

@@ -123,8 +123,14 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 		port = nla_get_u16(at[KDSM_A_PORT]);
 	if (at[KDSM_A_JOIN_MS])
 		join_ms = nla_get_u32(at[KDSM_A_JOIN_MS]);
-	if (at[KDSM_A_KEY])
+	if (at[KDSM_A_KEY]) {
 		key = nla_data(at[KDSM_A_KEY]);
+		if (!*key) {
+			NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_KEY],
+					    "an empty key description");
+			return -EINVAL;
+		}
+	}
 	if (join_ms < 1000 || join_ms > 600000) {
 		NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_JOIN_MS],
 				    "the join deadline must be 1000 to 600000 ms");
@@ -159,8 +165,7 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 		ret = PTR_ERR_OR_ZERO(kd);
 		if (!ret)
 			kdsm_cl = kd;
-		else if (key && (ret == -ENOKEY || ret == -EKEYREVOKED ||
-				 ret == -EKEYEXPIRED || ret == -EINVAL))
+		else if (key && kverbs_key_error(ret))
 			NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_KEY],
 					    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
 		else

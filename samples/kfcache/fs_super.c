@@ -330,8 +330,7 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 		if (ret == -ENOENT)
 			errorfc(fc, "the server has no export named %s",
 				s->export);
-		else if (ret == -ENOKEY || ret == -EKEYREVOKED ||
-			 ret == -EKEYEXPIRED)
+		else if (*s->key && kverbs_key_error(ret) && !s->dom)
 			errorfc(fc, "no usable logon key %s in the mounting task's keyrings",
 				s->key);
 		else if (ret == -EACCES)

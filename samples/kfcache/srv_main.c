@@ -60,7 +60,7 @@ static int kfc_srv_start(const struct sockaddr_storage *addr,
 		return -EEXIST;
 	}
 	dom = kverbs_domain_create(&attr);
-	if (IS_ERR(dom) && key)
+	if (IS_ERR(dom) && key && kverbs_key_error(PTR_ERR(dom)))
 		NL_SET_ERR_MSG_ATTR(extack, key,
 				    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
 	else if (IS_ERR(dom))
@@ -127,6 +127,11 @@ static int kfc_nl_start(struct sk_buff *skb, struct genl_info *info)
 	      nla_len(a) == sizeof(struct sockaddr_in6))) {
 		NL_SET_ERR_MSG_ATTR(info->extack, a,
 				    "the address must be a sockaddr_in or sockaddr_in6");
+		return -EINVAL;
+	}
+	if (info->attrs[KFC_A_KEY] && !*(char *)nla_data(info->attrs[KFC_A_KEY])) {
+		NL_SET_ERR_MSG_ATTR(info->extack, info->attrs[KFC_A_KEY],
+				    "an empty key description");
 		return -EINVAL;
 	}
 	mutex_lock(&kfc_srv.lock);

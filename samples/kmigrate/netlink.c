@@ -86,6 +86,11 @@ static int kmig_nl_start(struct sk_buff *skb, struct genl_info *info)
 	ret = kmig_nl_addr(at[KMIGRATE_A_ADDR], &ss, info->extack);
 	if (ret)
 		return ret;
+	if (at[KMIGRATE_A_KEY] && !*(char *)nla_data(at[KMIGRATE_A_KEY])) {
+		NL_SET_ERR_MSG_ATTR(info->extack, at[KMIGRATE_A_KEY],
+				    "an empty key description");
+		return -EINVAL;
+	}
 	mutex_lock(&kmig.lock);
 	ret = kmig_node_start(&ss, at[KMIGRATE_A_NODE] ?
 			      nla_get_u32(at[KMIGRATE_A_NODE]) : 1,
@@ -94,8 +99,7 @@ static int kmig_nl_start(struct sk_buff *skb, struct genl_info *info)
 	mutex_unlock(&kmig.lock);
 	if (ret == -EEXIST)
 		NL_SET_ERR_MSG(info->extack, "kmigrate is running: stop it first");
-	else if (at[KMIGRATE_A_KEY] && (ret == -ENOKEY || ret == -EKEYREVOKED ||
-					ret == -EKEYEXPIRED || ret == -EINVAL))
+	else if (at[KMIGRATE_A_KEY] && kverbs_key_error(ret))
 		NL_SET_ERR_MSG_ATTR(info->extack, at[KMIGRATE_A_KEY],
 				    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
 	else if (ret)

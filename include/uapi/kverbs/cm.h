@@ -17,10 +17,14 @@
  * proof is the first message on the connection (KVMSG_TYPE_AUTH in
  * uapi/kverbs/kvmsg.h).  A proof is HMAC-SHA256 under the key, cut to
  * KVERBS_CM_PROOF_LEN bytes, of the label "kverbs-auth-1 server" or
- * "kverbs-auth-1 client" (without a NUL), then Nc, Ns and both node ids
- * (client's first, each 4 bytes big endian).  Fresh nonces on both sides
- * make a recorded exchange worthless; the two labels keep one side's
- * proof from being reflected as the other's.
+ * "kverbs-auth-1 client" (without a NUL), then Nc, Ns, the client's and
+ * the server's struct kverbs_cm_priv as sent, and the client's and the
+ * server's address as the RDMA CM gives them (16 bytes of IPv6 address,
+ * IPv4 as v4-mapped, then the 2-byte port, network byte order).  Fresh
+ * nonces on both sides make a recorded exchange worthless; the two labels
+ * keep one side's proof from being reflected as the other's; the
+ * addresses and announcements keep a relay from splicing two connections.
+ * A request's proof field is zero.
  */
 #ifndef _UAPI_KVERBS_CM_H
 #define _UAPI_KVERBS_CM_H
