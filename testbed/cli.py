@@ -37,9 +37,15 @@ ROTATION = [
     ["kunit-debug", "kvmem-debug", "kdsm-debug", "kmigrate-6.12"],
     ["kdsm-6.12", "kdsm8", "kfcache-6.1", "kmigrate-6.1"],
     ["kfcache-debug", "kmigrate-debug", "kvmem-6.12"],
-    ["integration-debug-6.12"],
 ]
-SUITES = CORE_SUITES + [s for g in ROTATION for s in g]
+# Suites that run only when named (--suite), each with why it is not in
+# CI yet: a known failure, tracked in an issue, not a silent gap.
+NOT_IN_CI = {
+    "integration-debug-6.12": "the depth-13 send-queue scenario (kvtest "
+                              "sqfull) fails on rxe 6.12.117: its 13th send "
+                              "gets -EAGAIN (issue 26)",
+}
+SUITES = CORE_SUITES + [s for g in ROTATION for s in g] + list(NOT_IN_CI)
 
 
 def rotation_group(explicit=None):
@@ -99,7 +105,7 @@ def cmd_test(args):
     if args.suite:
         chosen = args.suite.split(",")
     elif args.full:
-        chosen = list(SUITES)
+        chosen = [s for s in SUITES if s not in NOT_IN_CI]
     else:
         g, why = rotation_group(args.rotation)
         chosen = CORE_SUITES + ROTATION[g]
