@@ -122,6 +122,9 @@ struct kverbs_domain_attr {
 };
 
 struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr);
+void kverbs_domain_destroy(struct kverbs_domain *dom);
+void *kverbs_domain_priv(const struct kverbs_domain *dom);
+int kverbs_domain_poll(struct kverbs_domain *dom);
 
 /**
  * kverbs_key_error - did kverbs_domain_create() fail on its auth_key?
@@ -137,9 +140,6 @@ static inline bool kverbs_key_error(long err)
 	return err == -ENOKEY || err == -EKEYREVOKED || err == -EKEYEXPIRED ||
 	       err == -EKEYREJECTED || err == -EACCES;
 }
-void kverbs_domain_destroy(struct kverbs_domain *dom);
-void *kverbs_domain_priv(const struct kverbs_domain *dom);
-int kverbs_domain_poll(struct kverbs_domain *dom);
 
 struct kverbs_listener *kverbs_listen(struct kverbs_domain *dom,
 				      const struct sockaddr *addr);
