@@ -235,9 +235,21 @@ static void kverbs_test_auth_tamper(u8 *proof)
 #endif
 
 /*
- * A peer failed authentication: count it, trace it, log it (rate
- * limited) and close the endpoint.  Nothing of the domain's client ran for
- * it, and nothing will.
+ * Count, trace and log (rate limited) one failed authentication; the
+ * caller set KVERBS_EP_F_AUTH_FAILED first, so each endpoint counts once.
+ */
+static void kverbs_auth_record(struct kverbs_ep *ep, const char *why, int err)
+{
+	atomic64_inc(&ep->dom->auth_failures);
+	trace_kverbs_auth(ep, why, err);
+	kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s (%d)\n",
+		      ep->peer_node, &ep->peer_addr, why, err);
+}
+
+/*
+ * A peer failed authentication: record it once and close the endpoint.
+ * Nothing of the domain's client ran for it, and nothing will.  FAILED is
+ * set under ep->lock, where kverbs_ep_auth_check() and the deadline decide.
  */
 static void kverbs_auth_fail(struct kverbs_ep *ep, const char *why, int err)
 {
@@ -246,12 +258,8 @@ static void kverbs_auth_fail(struct kverbs_ep *ep, const char *why, int err)
 	spin_lock_bh(&ep->lock);
 	first = !test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags);
 	spin_unlock_bh(&ep->lock);
-	if (first) {
-		atomic64_inc(&ep->dom->auth_failures);
-		trace_kverbs_auth(ep, why, err);
-		kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s\n",
-			      ep->peer_node, &ep->peer_addr, why);
-	}
+	if (first)
+		kverbs_auth_record(ep, why, err);
 	kverbs_ep_fail(ep, err);
 }
 
@@ -270,11 +278,7 @@ void kverbs_ep_auth_teardown(struct kverbs_ep *ep)
 	if (!kverbs_ep_auth_pending(ep) || ep->error != -ECONNRESET ||
 	    test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags))
 		return;
-	atomic64_inc(&ep->dom->auth_failures);
-	trace_kverbs_auth(ep, "closed before its proof", ep->error);
-	kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s (%d)\n",
-		      ep->peer_node, &ep->peer_addr, "closed before its proof",
-		      ep->error);
+	kverbs_auth_record(ep, "closed before its proof", ep->error);
 }
 
 /**
@@ -471,10 +475,7 @@ void kverbs_ep_auth_work(struct work_struct *work)
 	if (notify) {
 		kverbs_ep_notify(ep);
 	} else if (late) {
-		atomic64_inc(&ep->dom->auth_failures);
-		trace_kverbs_auth(ep, "no proof in time", -ETIMEDOUT);
-		kverbs_ep_log(warn, ep, "node %u at %pISpc failed authentication: %s\n",
-			      ep->peer_node, &ep->peer_addr, "no proof in time");
+		kverbs_auth_record(ep, "no proof in time", -ETIMEDOUT);
 		kverbs_ep_fail(ep, -ETIMEDOUT);
 	}
 }
