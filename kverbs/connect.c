@@ -30,6 +30,60 @@ static void kverbs_qp_event(struct ib_event *ev, void *ctx)
 }
 
 /*
+ * On IB and RoCE the QP is ours, not the CM's: created with the domain's
+ * name, so that `rdma res show qp` names the client that owns it
+ * (rdma_create_qp() names every QP after rdma_cm).  The CM then leaves
+ * the QP's states to us, and these do what it does for a QP it owns
+ * (cma_init_conn_qp(), cma_modify_qp_rtr(), cma_modify_qp_rts()): INIT at
+ * creation; INIT again with the path's attributes, RTR and RTS before the
+ * passive side's REP, or on the active side when the REP arrives, before
+ * the RTU.  iWARP keeps the CM's QP: its CM programs the QP inside
+ * rdma_connect(), where no caller can.
+ *
+ * @param: the accept's depths on the passive side; NULL for the CM's
+ * (the REP's) on the active side.
+ */
+static int kverbs_qp_modify(struct kverbs_ep *ep, enum ib_qp_state state,
+			    const struct rdma_conn_param *param)
+{
+	struct ib_qp_attr attr = { .qp_state = state };
+	int mask, ret;
+
+	ret = rdma_init_qp_attr(ep->cm_id, &attr, &mask);
+	if (ret)
+		return ret;
+	if (param && state == IB_QPS_RTR)
+		attr.max_dest_rd_atomic = param->responder_resources;
+	if (param && state == IB_QPS_RTS)
+		attr.max_rd_atomic = param->initiator_depth;
+	return ib_modify_qp(ep->qp, &attr, mask);
+}
+
+/*
+ * Our QP to RTS (see above).  Under dom->lock and only while CONNECTING:
+ * teardown leaves CONNECTING before it releases the QP under that lock.
+ * A drain racing this moved the QP to ERR, from where every step fails.
+ *
+ * Return: 0, -ECONNABORTED once teardown began, or the verbs' error.
+ */
+static int kverbs_ep_qp_ready(struct kverbs_ep *ep,
+			      const struct rdma_conn_param *param)
+{
+	struct kverbs_domain *dom = ep->dom;
+	int ret;
+
+	mutex_lock(&dom->lock);
+	if (READ_ONCE(ep->state) != KVERBS_EP_CONNECTING || !ep->qp)
+		ret = -ECONNABORTED;
+	else
+		ret = kverbs_qp_modify(ep, IB_QPS_INIT, param) ?:
+		      kverbs_qp_modify(ep, IB_QPS_RTR, param) ?:
+		      kverbs_qp_modify(ep, IB_QPS_RTS, param);
+	mutex_unlock(&dom->lock);
+	return ret;
+}
+
+/*
  * Bind the domain to the cm_id's device, create the QP and post the
  * receive ring.  Done under dom->lock so that unbind either sees the
  * endpoint's CQ reservation or the endpoint sees the domain gone; and only
@@ -40,6 +94,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_qp_init_attr init = {};
 	const struct kverbs_ep_budget *b = &dom->budget;
+	struct ib_qp *qp;
 	int ret;
 
 	mutex_lock(&dom->lock);
@@ -99,10 +154,24 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;
-	ret = rdma_create_qp(ep->cm_id, ep->pd, &init);
-	if (ret)
-		goto fail;
-	ep->qp = ep->cm_id->qp;
+	init.port_num = ep->cm_id->port_num;
+	if (ep->iwarp) {
+		ret = rdma_create_qp(ep->cm_id, ep->pd, &init);
+		if (ret)
+			goto fail;
+		ep->qp = ep->cm_id->qp;
+	} else {
+		/* Named after the domain's client; see kverbs_qp_modify(). */
+		qp = ib_create_qp_kernel(ep->pd, &init, dom->name);
+		if (IS_ERR(qp)) {
+			ret = PTR_ERR(qp);
+			goto fail;
+		}
+		ep->qp = qp;
+		ret = kverbs_qp_modify(ep, IB_QPS_INIT, NULL);
+		if (ret)
+			goto fail;
+	}
 	WRITE_ONCE(ep->qpn, ep->qp->qp_num);
 	ep->atomics = ep->qp->device->attrs.atomic_cap != IB_ATOMIC_NONE;
 
@@ -137,6 +206,7 @@ static int kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_wire *w,
 	memset(param, 0, sizeof(*param));
 	param->private_data = w;
 	param->private_data_len = sizeof(w->priv);
+	param->qp_num = ep->qp->qp_num;	/* used when the QP is ours */
 	if (dom->auth_tfm) {
 		w->priv.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
 		param->private_data_len = sizeof(*w);
@@ -184,8 +254,8 @@ static int kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_wire *w,
  * kverbs_ep_accept - accept the connection of a passive endpoint
  * @ep: endpoint whose QP is set up, in its CM handler
  *
- * ->connected means "sends work now": rdma_accept() moves an IB or RoCE
- * QP to RTS before it returns, an iWARP QP reaches RTS only with
+ * ->connected means "sends work now": an IB or RoCE QP is in RTS before
+ * rdma_accept() sends the REP, an iWARP QP reaches RTS only with
  * ESTABLISHED.  Messages that arrive in between wait for ->connected on
  * the backlog, as on the active side.
  *
@@ -199,6 +269,8 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 	int ret;
 
 	ret = kverbs_conn_param(ep, &w, &param);
+	if (!ret && !id->qp)
+		ret = kverbs_ep_qp_ready(ep, &param);
 	if (!ret)
 		ret = rdma_accept(id, &param);
 	memzero_explicit(&w.auth, sizeof(w.auth));
@@ -306,7 +378,19 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		kverbs_ep_route_resolved(ep, id);
 		break;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		/* Active, our QP: ready it and answer the REP with the RTU. */
+		ret = kverbs_ep_qp_ready(ep, NULL) ?: rdma_accept(id, NULL);
+		if (ret) {
+			kverbs_ep_log(warn, ep, "%pISpc accepted, but the connection cannot be completed: %d\n",
+				      &ep->peer_addr, ret);
+			kverbs_ep_fail(ep, ret);
+			break;
+		}
+		kverbs_ep_established_active(ep, ev);
+		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		/* Active: iWARP only; IB and RoCE end at CONNECT_RESPONSE. */
 		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
 			kverbs_ep_established_active(ep, ev);
 		else	/* iWARP: only now is the QP in RTS */

@@ -175,7 +175,10 @@ void kverbs_ep_release_qp(struct kverbs_ep *ep)
 
 	lockdep_assert_held(&dom->lock);
 	if (ep->qp) {
-		rdma_destroy_qp(ep->cm_id);
+		if (ep->cm_id->qp)	/* iWARP: the CM's */
+			rdma_destroy_qp(ep->cm_id);
+		else
+			ib_destroy_qp(ep->qp);
 		ep->qp = NULL;
 	}
 	kverbs_upper->release(ep);

@@ -16,7 +16,7 @@ import re
 import time
 
 from .common import HarnessError, build_dir
-from . import initramfs, kbuild, udsm
+from . import initramfs, kbuild, rdma_res, udsm
 
 # Test sizes: each run takes seconds under TCG (defaults: the apps' own).
 APPS = {"sor": "--size 256 --iters 6", "lu": "--size 128",
@@ -586,6 +586,7 @@ def kdsm_checks(res, suite, c, full=True):
         slow_accept_check(res, suite, pair)
 
     formed(res, suite, pair, "2-node cluster forms (full mesh, keys, READY)")
+    rdma_res.owner_check(res, suite, pair[0], "kdsm")
     app_checks(res, suite, pair, 1)
     # full: two threads per node for sor and water on 4 nodes (CI's time)
     app_checks(res, suite, pair, 2,

@@ -17,7 +17,7 @@ import re
 import shutil
 
 from .common import HarnessError, build_dir
-from . import fcache_env, fcache_tree, initramfs, kbuild
+from . import fcache_env, fcache_tree, initramfs, kbuild, rdma_res
 
 MODS = ("kverbs.ko", "kfcache_srv.ko", "kfcache.ko")
 BINS = ("tools/kfcache/kfcachectl",)
@@ -150,6 +150,8 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
                     f"{mnt}", timeout=60)
         if not res.check(suite, f"mount -t kfcache {exp}", r.rc == 0, r.out):
             return
+    rdma_res.owner_check(res, suite, srv, "kfcache_srv")
+    rdma_res.owner_check(res, suite, cli, "kfcache")
     _correctness(res, suite, srv, cli, "/mnt/tree", man, "tmpfs")
     _tmpfs_hole(res, suite, srv, cli)
     if disk:

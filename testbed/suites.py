@@ -12,7 +12,7 @@ from pathlib import Path
 
 from .common import (REPO, HarnessError, build_dir, cache_dir, log,
                      require_tool, run)
-from . import dkms, kbuild
+from . import dkms, kbuild, rdma_res
 from .suite_auth import auth_checks
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
@@ -731,14 +731,15 @@ def _tracepoints(res, suite, n0, n1):
               r.rc == 0 and "kvmsg_send:" in r.out and
               "kvmsg_recv:" in r.out, r.out[-1500:])
     # The connection's life by domain name and endpoint id: the CM's
-    # ESTABLISHED, then CONNECTED, then teardown to CLOSED at rmmod.
+    # CONNECT_RESPONSE (the QP is ours: kverbs answers the REP), then
+    # CONNECTED, then teardown to CLOSED at rmmod.
     life = [re.search(p, r.out) for p in (
-        r"kverbs_cm_event: .*ESTABLISHED",
+        r"kverbs_cm_event: .*CONNECT_RESPONSE",
         r"kverbs_ep_state: .*connecting -> connected",
         r"kverbs_ep_state: .*connected -> closing",
         r"kverbs_ep_state: .*closing -> closed")]
     res.check(suite, "kverbs tracepoints follow an endpoint from the CM's "
-              "ESTABLISHED to CLOSED", r.rc == 0 and all(life),
+              "CONNECT_RESPONSE to CLOSED", r.rc == 0 and all(life),
               r.out[-2500:])
     n1.run("rmmod kping 2>/dev/null", timeout=30)
 
@@ -795,15 +796,17 @@ def _rdma_res_qp(res, suite, n0):
     r = n0.run(f"cat {EP_FILE}; rdma res show qp", timeout=30)
     qpns = re.findall(r"^ep \d+ qpn (\d+) .*state connected", r.out,
                       re.M)
-    rows = [l for l in r.out.splitlines() if l.startswith("link ")]
+    rows = rdma_res.qp_rows(r.out)
     ours = [l for l in rows for q in qpns
             if re.search(rf"\blqpn {q}\b", l)]
-    ok = bool(ours) and all(re.search(r"\btype RC\b", l) and
-                            re.search(r"\bstate RTS\b", l) for l in ours)
     res.check(suite, "rdma res show qp lists the endpoint's QP, type RC, "
-              "state RTS", ok, r.out)
-    # Issue 27: an operator tells clients apart: the PD, the CQ and the
-    # cm_ids carry the domain's (the client's) name, not kverbs'
+              "state RTS", bool(ours) and len(ours) == len(qpns), r.out)
+    # Issue 27: an operator tells clients apart: the QP, the PD, the CQ
+    # and the cm_ids carry the domain's (the client's) name, not kverbs'
+    # or rdma_cm's
+    res.check(suite, "rdma res show qp names the kping server's QPs "
+              "[kping-server]", bool(ours) and
+              all("[kping-server]" in l for l in ours), r.out)
     r = n0.run("rdma res show pd; rdma res show cq; rdma res show cm_id",
                timeout=30)
     res.check(suite, "rdma res names the kping server's PD, CQ and cm_ids "
