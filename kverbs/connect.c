@@ -19,6 +19,9 @@ static void kverbs_qp_event(struct ib_event *ev, void *ctx)
 
 	switch (ev->event) {
 	case IB_EVENT_COMM_EST:
+		/* A message before the RTU: tell the CM it is established. */
+		rdma_notify(ep->cm_id, ev->event);
+		break;
 	case IB_EVENT_SQ_DRAINED:
 	case IB_EVENT_QP_LAST_WQE_REACHED:
 		break;
@@ -206,7 +209,8 @@ static int kverbs_conn_param(struct kverbs_ep *ep, struct kverbs_cm_wire *w,
 	memset(param, 0, sizeof(*param));
 	param->private_data = w;
 	param->private_data_len = sizeof(w->priv);
-	param->qp_num = ep->qp->qp_num;	/* used when the QP is ours */
+	/* Used when the QP is ours; set with it, never reread from it here. */
+	param->qp_num = READ_ONCE(ep->qpn);
 	if (dom->auth_tfm) {
 		w->priv.flags = cpu_to_be16(KVERBS_CM_F_AUTH);
 		param->private_data_len = sizeof(*w);
