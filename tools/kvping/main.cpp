@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 #include <utility>
 
@@ -62,6 +63,7 @@ struct Options {
     std::string bad;                   // empty: announce valid private data
     std::string bad_msg;               // empty: send valid kvmsg headers
     std::chrono::milliseconds timeout = 10000ms;
+    std::chrono::milliseconds withhold = 0ms;  // > 0: keep the peer's credits this long
 };
 
 void usage(std::FILE *out)
@@ -88,6 +90,9 @@ void usage(std::FILE *out)
         "                      authentication without the key and then send a ping\n"
         "                      instead of the proof (noproof), or nothing (silent)\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
+        "  --withhold-ms T     a peer that keeps the server's credits: send pings while\n"
+        "                      credits last, never re-post a receive or grant one, for\n"
+        "                      T ms, then close\n"
         "  --help, --version\n"
         "exit status: 0 ok, 2 usage error, 3 rejected by the peer, 4 the peer closed the\n"
         "connection after --bad-msg, 1 any other failure\n",
@@ -143,7 +148,7 @@ std::vector<std::uint8_t> announcement(const Options &o)
 Options parse_args(int argc, char **argv)
 {
     enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_bad_msg,
-           o_timeout, o_rd_atomic, o_version };
+           o_timeout, o_rd_atomic, o_version, o_withhold };
     static const option longopts[] = {
         {"server-addr", required_argument, nullptr, o_addr},
         {"port", required_argument, nullptr, o_port},
@@ -156,6 +161,7 @@ Options parse_args(int argc, char **argv)
         {"bad", required_argument, nullptr, o_bad},
         {"bad-msg", required_argument, nullptr, o_bad_msg},
         {"timeout-ms", required_argument, nullptr, o_timeout},
+        {"withhold-ms", required_argument, nullptr, o_withhold},
         {"help", no_argument, nullptr, 'h'},
         {"version", no_argument, nullptr, o_version},
         {nullptr, 0, nullptr, 0},
@@ -184,6 +190,7 @@ Options parse_args(int argc, char **argv)
         case o_bad: o.bad = arg; break;
         case o_bad_msg: o.bad_msg = arg; break;
         case o_timeout: o.timeout = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
+        case o_withhold: o.withhold = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--withhold-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
         case o_version: std::printf("kvping (kverbs) %s\n", KVERBS_VERSION); std::exit(exit_ok);
         default: usage(stderr); std::exit(kvcli::exit_usage);
@@ -255,6 +262,7 @@ private:
     void setup_verbs();
     void post_recv(std::size_t slot);
     void ping_pong();
+    void withhold();
     void send_ping(std::uint32_t seq);
     void expect_close();
     [[nodiscard]] std::size_t slot_size() const noexcept
@@ -469,6 +477,47 @@ void Client::expect_close()
     }
 }
 
+// A peer that takes the server's credits and keeps them: every message it
+// receives stays in its receive buffer, so it never grants a credit back
+// and the server's echoes wait, for its send buffers, inside kvmsg.
+void Client::withhold()
+{
+    const auto end = std::chrono::steady_clock::now() + opt_.withhold;
+    std::uint32_t seq = 0;
+    std::uint32_t received = 0;
+    bool in_flight = false;
+    while (std::chrono::steady_clock::now() < end) {
+        // The last credit only goes with a grant, which we never give.
+        if (!in_flight && credits_.avail() > 1) {
+            send_ping(seq++);
+            in_flight = true;
+        }
+        ibv_wc wc{};
+        int n = 0;
+        while ((n = ibv_poll_cq(cq_.get(), 1, &wc)) > 0) {
+            if (wc.status != IBV_WC_SUCCESS)
+                throw Error(std::string("withholding: ") + ibv_wc_status_str(wc.status));
+            if (wc.wr_id == send_wr_id) {
+                in_flight = false;
+                continue;
+            }
+            const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(),
+                                                  wc.byte_len);
+            const auto p = kvwire::kvmsg_parse(m, rx_seq_++, opt_.max_msg);
+            if (!p.ok())
+                throw Error("message from the peer refused: " + p.error);
+            if (!credits_.receive(p.hdr.credits))
+                throw Error("peer granted more credits than its depth");
+            ++received;
+        }
+        if (n < 0)
+            throw Error("ibv_poll_cq failed");
+        std::this_thread::sleep_for(20ms);
+    }
+    std::printf("kvping: withheld credits for %lld ms: %u pings sent, %u messages received, "
+                "none re-posted\n", static_cast<long long>(opt_.withhold.count()), seq, received);
+}
+
 void Client::ping_pong()
 {
     if (opt_.size > peer_max_msg_)
@@ -483,6 +532,10 @@ void Client::ping_pong()
             send_ping(0);
         expect_close();
         throw PeerClosed{};
+    }
+    if (opt_.withhold.count() > 0) {
+        withhold();
+        return;
     }
 
     for (std::uint32_t seq = 0; seq < opt_.count; ++seq) {
