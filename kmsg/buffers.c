@@ -129,6 +129,22 @@ static void kvmsg_ep_connected(struct kverbs_ep *ep)
 	ep->msg.backlog.busy = true;
 }
 
+/*
+ * A completion gave an operation slot back (kverbs_op_reclaimed()).  The
+ * increment is a full barrier before the look at @parked; a handler reads
+ * @room_gen before it sets @parked under the lock.  So either it sees the
+ * increment and is called again, or this sees it parked.
+ */
+static void kvmsg_op_space(struct kverbs_ep *ep)
+{
+	atomic_inc_return(&ep->msg.room_gen);
+	if (!(READ_ONCE(ep->msg.parked) & KVMSG_WANT_OP))
+		return;
+	spin_lock_bh(&ep->lock);
+	kvmsg_room_locked(ep, KVMSG_WANT_OP);
+	spin_unlock_bh(&ep->lock);
+}
+
 /* ->connected returned: dispatch what waited; the work marks it idle. */
 static void kvmsg_ep_opened(struct kverbs_ep *ep)
 {
@@ -150,6 +166,9 @@ static void kvmsg_ep_stop(struct kverbs_ep *ep)
 		return;		/* setup never ran */
 	/* Reservers sleeping for a buffer must see CLOSING, not wait on. */
 	wake_up_all(&m->tx_wait);
+	spin_lock_bh(&ep->lock);
+	WRITE_ONCE(m->parked, 0);	/* nothing queues it again: CLOSING */
+	spin_unlock_bh(&ep->lock);
 	spin_lock_bh(&md->defer_lock);
 	queued = !list_empty(&m->defer_node);
 	list_del_init(&m->defer_node);
@@ -256,9 +275,9 @@ static void kvmsg_show_ep(struct seq_file *sf, struct kverbs_ep *ep)
 	seq_printf(sf, " credits %u ungranted %u granted %llu credit_msgs %llu stalls %llu",
 		   avail, ungranted, st.credits_granted, st.credit_msgs,
 		   st.stalls);
-	seq_printf(sf, " deferrals %llu polled %llu kept %u proto_errors %llu rejected %llu dropped %llu mem=%zu",
+	seq_printf(sf, " deferrals %llu polled %llu kept %u proto_errors %llu rejected %llu dropped %llu parked %llu mem=%zu",
 		   st.deferrals, st.polled, kept, st.proto_errors, st.rejected,
-		   st.dropped, kvmsg_ep_mem(ep));
+		   st.dropped, st.parked, kvmsg_ep_mem(ep));
 }
 
 const struct kverbs_upper_ops kvmsg_upper_ops = {
@@ -269,6 +288,7 @@ const struct kverbs_upper_ops kvmsg_upper_ops = {
 	.opened = kvmsg_ep_opened,
 	.send_auth = kvmsg_send_auth_locked,
 	.stop = kvmsg_ep_stop,
+	.op_space = kvmsg_op_space,
 	.release = kvmsg_ep_release,
 	.free = kvmsg_ep_free,
 	.show_domain = kvmsg_show_domain,

@@ -64,6 +64,7 @@ extern const struct kverbs_wr_ops kvmsg_buf_wr_ops;
 int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx);
 void kvmsg_recv_done(struct ib_cq *cq, struct ib_wc *wc);
 void kvmsg_schedule_defer(struct kverbs_ep *ep);
+void kvmsg_room_locked(struct kverbs_ep *ep, u8 what);
 void kvmsg_defer_work(struct work_struct *work);
 
 #endif /* _KVMSG_PRI_H */

@@ -104,7 +104,16 @@ struct kvmsg_stats {
 	u64 proto_errors;
 	u64 rejected;
 	u64 dropped;
+	u64 parked;
 };
+
+/*
+ * What a deferred handler found none of (kverbs_may_wait_peer()): its
+ * message waits at the head of the backlog, the endpoint off the defer
+ * list ("parked"), until one is given back.  Other endpoints go on.
+ */
+#define KVMSG_WANT_BUF	BIT(0)	/* a send buffer (kvmsg_reserve()) */
+#define KVMSG_WANT_OP	BIT(1)	/* a send-queue operation slot */
 
 /*
  * Message state of one endpoint.
@@ -117,7 +126,8 @@ struct kvmsg_stats {
  * stall.
  *
  * Locking: kverbs_ep.lock protects the send side (@tx_free, @pending,
- * @credit, @tx_seq, buffer states), the backlog, @kept and @stats.
+ * @credit, @tx_seq, buffer states), the backlog, @starved, @parked, @kept
+ * and @stats.  Order: kverbs_ep.lock, then kvmsg_domain.defer_lock.
  * @rx_seq is touched only by receive completions, which the CQ serialises.
  *
  * Lifetime: buffers are DMA-unmapped at teardown and freed with the
@@ -143,6 +153,9 @@ struct kvmsg_ep {
 
 	struct kvmsg_backlog backlog;
 	struct list_head defer_node;	/* on the domain's defer list */
+	u8 starved;			/* KVMSG_WANT_*: this handler call's */
+	u8 parked;			/* KVMSG_WANT_*: the backlog waits */
+	atomic_t room_gen;		/* completions that gave room back */
 	u32 kept;
 	u32 max_kept;
 

@@ -96,10 +96,35 @@ void kvmsg_schedule_defer(struct kverbs_ep *ep)
 	queue_work(dom->wq, &md->defer_work);
 }
 
+/**
+ * kvmsg_room_locked - a completion gave @what back on @ep
+ * @ep: endpoint
+ * @what: KVMSG_WANT_BUF or KVMSG_WANT_OP
+ *
+ * Counted in @room_gen, so that a handler call it overlapped is repeated
+ * rather than parked; a backlog parked for it goes back on the domain's
+ * defer list.  Only completions count: a buffer a handler gave back
+ * itself (kvmsg_unreserve()) must not have it called again at once.
+ *
+ * Context: any, under @ep's lock.
+ */
+void kvmsg_room_locked(struct kverbs_ep *ep, u8 what)
+{
+	lockdep_assert_held(&ep->lock);
+	atomic_inc(&ep->msg.room_gen);
+	if (!(ep->msg.parked & what))
+		return;
+	WRITE_ONCE(ep->msg.parked, 0);
+	if (ep->state == KVERBS_EP_CONNECTED)
+		kvmsg_schedule_defer(ep);
+}
+
 /*
  * Call the handler for @rx.  Return true if the buffer is still ours
  * afterwards (not kept, or released again during the call), with
- * *@defer set if it asked for process context and may have it.
+ * *@defer set if it asked for process context and may have it, or, in
+ * process context, to be called again; *@parked then if that waits for
+ * room on the endpoint.
  *
  * Whether the handler kept @rx is decided once, under ep->lock, when the
  * call is over: a release from another CPU during the call leaves the
@@ -107,16 +132,32 @@ void kvmsg_schedule_defer(struct kverbs_ep *ep)
  *
  * In SOFTIRQ and POLL the call is an atomic upcall (kverbs_upcall_begin()):
  * the handler's own kvmsg and kverbs calls then never sleep, and the
- * -EAGAIN they return is what it hands back to be deferred.  Any other
- * error rejects the message and closes the endpoint.
+ * -EAGAIN they return is what it hands back to be deferred.  In PROCESS,
+ * the domain's deferred handler, they do not sleep for a send buffer or
+ * a send-queue slot of @ep either (kverbs_may_wait_peer()); the -EAGAIN
+ * handed back parks the endpoint with @rx at the head of its backlog
+ * until a completion gives one back (kvmsg_room_locked()), or has the
+ * handler called again at once if one did during the call (@room_gen).
+ * So no give-back is missed, and a handler is repeated at most once per
+ * completion.  Any other error rejects the message and closes the
+ * endpoint; an -EAGAIN for anything else is logged and consumes it.
  */
 static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
-			       enum kvmsg_ctx ctx, bool *defer)
+			       enum kvmsg_ctx ctx, bool *defer, bool *parked)
 {
 	bool atomic = ctx != KVMSG_CTX_PROCESS;
-	bool ours;
+	bool ours, consumed = false;
+	int gen = 0;
+	u8 want;
 	int ret;
 
+	if (!atomic) {
+		spin_lock_bh(&ep->lock);
+		ep->msg.starved = 0;
+		clear_bit(KVERBS_EP_F_OP_STARVED, &ep->flags);
+		gen = atomic_read(&ep->msg.room_gen);
+		spin_unlock_bh(&ep->lock);
+	}
 	rx->in_handler = true;
 	if (atomic)
 		kverbs_upcall_begin();
@@ -129,23 +170,38 @@ static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	/* An error because the endpoint is going down rejects nothing. */
 	if (ret && ret != -EAGAIN && READ_ONCE(ep->state) != KVERBS_EP_CONNECTED)
 		ret = 0;
-	if (ret == -EAGAIN && !atomic) {
-		kverbs_ep_log(warn, ep,
-			      "handler deferred in process context; message %u consumed\n",
-			      rx->seq);
-		ret = 0;
-	}
 	spin_lock_bh(&ep->lock);
 	rx->in_handler = false;
 	ours = !rx->kept;
+	*parked = false;
+	if (ret == -EAGAIN && !atomic) {
+		want = ep->msg.starved;
+		if (test_and_clear_bit(KVERBS_EP_F_OP_STARVED, &ep->flags))
+			want |= KVMSG_WANT_OP;
+		ep->msg.starved = 0;
+		if (!want || !ours) {
+			consumed = true;
+			ret = 0;
+		} else if (atomic_read(&ep->msg.room_gen) == gen) {
+			/* Pairs with the full barrier in kvmsg_op_space(). */
+			WRITE_ONCE(ep->msg.parked, want);
+			ep->msg.stats.parked++;
+			*parked = true;
+		}
+	}
 	*defer = ours && ret == -EAGAIN;
 	if (*defer) {
 		kvmsg_backlog_push_front(&ep->msg.backlog, rx);
-		ep->msg.stats.deferrals++;
+		if (atomic)
+			ep->msg.stats.deferrals++;
 	} else if (ret && ret != -EAGAIN) {
 		ep->msg.stats.rejected++;
 	}
 	spin_unlock_bh(&ep->lock);
+	if (consumed)
+		kverbs_ep_log(warn, ep,
+			      "handler returned -EAGAIN in process context with no send buffer or slot to wait for; message %u consumed\n",
+			      rx->seq);
 	if (ret && ret != -EAGAIN) {
 		trace_kvmsg_error(ep, "message rejected by the handler");
 		kverbs_ep_log(warn, ep,
@@ -167,13 +223,13 @@ static bool kvmsg_call_handler(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 static void kvmsg_dispatch(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			   enum kvmsg_ctx ctx, bool queued)
 {
-	bool defer;
+	bool defer, parked;
 
 	if (queued) {
 		trace_kvmsg_defer(ep, rx->seq, true);
 		return;
 	}
-	if (!kvmsg_call_handler(ep, rx, ctx, &defer))
+	if (!kvmsg_call_handler(ep, rx, ctx, &defer, &parked))
 		return;
 	if (defer) {
 		trace_kvmsg_defer(ep, rx->seq, false);
@@ -287,7 +343,7 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
 {
 	struct kvmsg_ep *m = &ep->msg;
 	struct kvmsg_rx *rx;
-	bool live, defer;
+	bool live, defer, parked, ours;
 
 	for (;;) {
 		spin_lock_bh(&ep->lock);
@@ -306,7 +362,15 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
 			kvmsg_repost(ep, rx);
 			continue;
 		}
-		if (kvmsg_call_handler(ep, rx, KVMSG_CTX_PROCESS, &defer))
+		ours = kvmsg_call_handler(ep, rx, KVMSG_CTX_PROCESS, &defer,
+					  &parked);
+		if (defer) {
+			/* Room came back meanwhile: again, behind the others. */
+			if (!parked)
+				kvmsg_schedule_defer(ep);
+			return;
+		}
+		if (ours)
 			kvmsg_repost(ep, rx);
 		cond_resched();
 	}
@@ -318,7 +382,9 @@ static void kvmsg_defer_ep(struct kverbs_ep *ep)
  *
  * One work item per domain, so deferred handlers of a domain never run
  * concurrently, and per-domain, so one domain's slow handler never delays
- * another's.
+ * another's.  A handler of one endpoint never waits here for what its
+ * peer withholds (kverbs_domain.upcall_task): the other endpoints' turn
+ * would wait too.
  *
  * Context: process (domain workqueue, WQ_HIGHPRI).
  */
@@ -326,8 +392,11 @@ void kvmsg_defer_work(struct work_struct *work)
 {
 	struct kvmsg_domain *md = container_of(work, struct kvmsg_domain,
 					       defer_work);
+	struct kverbs_domain *dom = container_of(md, struct kverbs_domain,
+						 msg);
 	struct kverbs_ep *ep;
 
+	WRITE_ONCE(dom->upcall_task, current);
 	for (;;) {
 		spin_lock_bh(&md->defer_lock);
 		ep = list_first_entry_or_null(&md->defer_list,
@@ -337,10 +406,12 @@ void kvmsg_defer_work(struct work_struct *work)
 			list_del_init(&ep->msg.defer_node);
 		spin_unlock_bh(&md->defer_lock);
 		if (!ep)
-			return;
+			break;
 		kvmsg_defer_ep(ep);
 		kverbs_ep_put(ep);
+		cond_resched();
 	}
+	WRITE_ONCE(dom->upcall_task, NULL);
 }
 
 /**

@@ -32,8 +32,12 @@ static struct kvmsg_buf *kvmsg_get_free_locked(struct kvmsg_ep *m)
 	return b;
 }
 
+/*
+ * @deferred: the domain's deferred handler asks; if there is no buffer it
+ * records why for kvmsg_call_handler(), which parks the endpoint.
+ */
 static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
-			      int *err)
+			      int *err, bool deferred)
 {
 	bool done = true;
 
@@ -43,6 +47,8 @@ static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
 	} else {
 		*b = kvmsg_get_free_locked(&ep->msg);
 		done = *b;
+		if (!done && deferred)
+			ep->msg.starved |= KVMSG_WANT_BUF;
 	}
 	spin_unlock_bh(&ep->lock);
 	return done;
@@ -60,8 +66,11 @@ static bool kvmsg_can_reserve(struct kverbs_ep *ep, struct kvmsg_buf **b,
  * the pool.
  *
  * Context: process, may sleep (killable) until a buffer is reclaimed;
- * never sleeps with KVERBS_NOWAIT or inside an atomic callback (a handler
- * returns the -EAGAIN to be deferred).  Not hard interrupt.
+ * never sleeps with KVERBS_NOWAIT, inside an atomic callback (a handler
+ * returns the -EAGAIN to be deferred) or in a deferred handler, where a
+ * wait for one peer's credits would stall every peer's messages (the
+ * handler returns the -EAGAIN and is called again, for the same message,
+ * once the endpoint has a free buffer).  Not hard interrupt.
  * Return: the buffer, or ERR_PTR: -EMSGSIZE for a bad @len, -EAGAIN
  * (none free and not allowed to wait), -EINTR (fatal signal), -ENOTCONN or the
  * endpoint's error once it is not connected.
@@ -74,13 +83,14 @@ struct kvmsg_buf *kvmsg_reserve(struct kverbs_ep *ep, u32 len,
 
 	if (!len || len > kverbs_ep_max_send(ep))
 		return ERR_PTR(-EMSGSIZE);
-	if (!kverbs_may_wait(flags)) {
-		if (!kvmsg_can_reserve(ep, &b, &err))
+	if (!kverbs_may_wait_peer(ep->dom, flags)) {
+		if (!kvmsg_can_reserve(ep, &b, &err,
+				       kverbs_in_deferred(ep->dom)))
 			return ERR_PTR(-EAGAIN);
 	} else {
 		might_sleep();
 		if (wait_event_killable(ep->msg.tx_wait,
-					kvmsg_can_reserve(ep, &b, &err)))
+					kvmsg_can_reserve(ep, &b, &err, false)))
 			return ERR_PTR(-EINTR);
 	}
 	if (!b)
@@ -334,6 +344,9 @@ static bool kvmsg_buf_reclaim(struct kverbs_wr *w, void **arg)
 	*arg = b->ctrl ? &kvmsg_ctrl_token : b->cookie;
 	kvmsg_put_free_locked(m, b);
 	m->stats.reclaimed++;
+	/* A completion gave a send buffer back (only these unpark). */
+	if (!b->ctrl)
+		kvmsg_room_locked(w->ep, KVMSG_WANT_BUF);
 	return owed;
 }
 

@@ -117,7 +117,7 @@ static int kverbs_grant_post_all(struct kverbs_grant *g, bool reg)
 		struct ib_reg_wr rwr = {};
 		struct ib_send_wr iwr = {};
 
-		op = kverbs_op_get(ep, 0);
+		op = kverbs_op_get_local(ep, KVERBS_LOCAL_WR_TIMEOUT);
 		if (IS_ERR(op)) {
 			ret = PTR_ERR(op);
 			break;

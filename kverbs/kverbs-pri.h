@@ -64,6 +64,7 @@ extern unsigned int kverbs_test_auth_mask;
 #define KVERBS_UNDO_NODONE	1	/* reads and atomics without a callback */
 #define KVERBS_UNDO_DOWN_WQ	2	/* teardown on the deferral workqueue */
 #define KVERBS_UNDO_DEPTH_CLAMP	4	/* accept answers its own READ depths */
+#define KVERBS_UNDO_PEER_WAIT	8	/* deferred handlers wait for a peer */
 
 /*
  * One per RDMA device, created by the ib_client add callback.
@@ -244,6 +245,7 @@ struct kverbs_upper_ops {
 	void (*opened)(struct kverbs_ep *ep);
 	int (*send_auth)(struct kverbs_ep *ep, const void *proof, u32 len);
 	void (*stop)(struct kverbs_ep *ep);
+	void (*op_space)(struct kverbs_ep *ep);
 	void (*release)(struct kverbs_ep *ep);
 	void (*free)(struct kverbs_ep *ep);
 	void (*show_domain)(struct seq_file *m, struct kverbs_domain *dom);
@@ -322,6 +324,14 @@ struct kverbs_domain {
 	s32 auth_serial;
 	atomic64_t auth_failures;
 
+	/*
+	 * The task running the domain's deferred handlers (kvmsg's defer
+	 * work) while it runs one, else NULL; written only by that work.
+	 * It serves every peer of the domain, so nothing it calls sleeps for
+	 * what one peer controls (kverbs_may_wait_peer()).
+	 */
+	struct task_struct *upcall_task;
+
 	struct kvmsg_domain msg;
 };
 
@@ -367,6 +377,7 @@ enum {
 	KVERBS_EP_F_AUTH_PASSED,	/* passive: the peer's proof was good */
 	KVERBS_EP_F_AUTH_SEND,	/* active, keyed: our proof goes first */
 	KVERBS_EP_F_AUTH_FAILED,	/* counted in dom->auth_failures once */
+	KVERBS_EP_F_OP_STARVED,	/* a deferred handler found no op slot */
 };
 
 /* An address in a proof: IPv6 (IPv4 v4-mapped), then the port. */
@@ -605,10 +616,14 @@ void kverbs_sq_done(struct ib_cq *cq, struct ib_wc *wc);
 void kverbs_sq_reclaim_tail(struct kverbs_ep *ep);
 u32 kverbs_sq_used(struct kverbs_ep *ep);
 struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags);
+struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout);
 void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op);
 int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 		   struct ib_send_wr *wr);
 bool kverbs_may_wait(unsigned int flags);
+bool kverbs_may_wait_peer(const struct kverbs_domain *dom,
+			  unsigned int flags);
+bool kverbs_in_deferred(const struct kverbs_domain *dom);
 void kverbs_upcall_begin(void);
 void kverbs_upcall_end(void);
 

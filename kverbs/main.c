@@ -51,7 +51,7 @@ MODULE_PARM_DESC(test_unbind_delay_ms,
 unsigned int kverbs_test_undo_mask;
 module_param_named(test_undo, kverbs_test_undo_mask, uint, 0644);
 MODULE_PARM_DESC(test_undo,
-		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp)");
+		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp, 8: deferred handlers wait for a peer's credits)");
 
 /*
  * Test builds only: an active endpoint sends a proof a peer must refuse

@@ -163,6 +163,42 @@ bool kverbs_may_wait(unsigned int flags)
 	return !(flags & KVERBS_NOWAIT) && !this_cpu_read(kverbs_atomic_upcall);
 }
 
+/**
+ * kverbs_may_wait_peer - may a call sleep for what a peer gives back
+ * @dom: the endpoint's domain
+ * @flags: the caller's flags
+ *
+ * A send-queue slot or a send buffer comes back only when the peer acks
+ * (posting receives) and returns credits.  The task that runs a domain's
+ * deferred handlers serves every peer of it: one that waited there for a
+ * peer that withholds them would stall the others' messages and
+ * teardowns.  There the call fails with -EAGAIN instead, and kvmsg calls
+ * the handler again when the endpoint has room (kmsg/recv.c).
+ *
+ * Context: any.
+ * Return: kverbs_may_wait(@flags), and false in @dom's deferred handlers.
+ */
+bool kverbs_may_wait_peer(const struct kverbs_domain *dom, unsigned int flags)
+{
+	return kverbs_may_wait(flags) &&
+	       (READ_ONCE(dom->upcall_task) != current ||
+		kverbs_test_undo(KVERBS_UNDO_PEER_WAIT));
+}
+
+/**
+ * kverbs_in_deferred - is this @dom's deferred handler's task?
+ * @dom: domain
+ *
+ * Not in an interrupt that came on top of it.
+ *
+ * Context: any.
+ * Return: true in the task running @dom's deferred handlers.
+ */
+bool kverbs_in_deferred(const struct kverbs_domain *dom)
+{
+	return in_task() && READ_ONCE(dom->upcall_task) == current;
+}
+
 static bool kverbs_op_reclaim(struct kverbs_wr *w, void **arg)
 {
 	*arg = container_of(w, struct kverbs_op, wr);
@@ -177,6 +213,7 @@ static void kverbs_op_reclaimed(struct kverbs_ep *ep, void *arg, int status)
 
 	/* The slot is free before @done runs: @done may post again. */
 	kverbs_op_put(ep, op);
+	kverbs_upper->op_space(ep);
 	if (done)
 		done(ctx, status);
 }
@@ -422,21 +459,16 @@ void kverbs_sq_reclaim_tail(struct kverbs_ep *ep)
 	WARN_ONCE(used, "kverbs: %u WRs not reclaimed\n", used);
 }
 
-/**
- * kverbs_op_get - take an operation slot of the send queue
- * @ep: connected endpoint
- * @flags: KVERBS_NOWAIT to fail instead of sleeping
- *
- * Context: process, may sleep (killable); atomic with KVERBS_NOWAIT or
- * inside an atomic callback.
- * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
- * endpoint's error.
+/*
+ * @wait: sleep for a slot, killable, for at most @timeout jiffies
+ * (MAX_SCHEDULE_TIMEOUT: unbounded); -ETIMEDOUT after that.
  */
-struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags)
+static struct kverbs_op *kverbs_op_take(struct kverbs_ep *ep, bool wait,
+					long timeout)
 {
 	struct kverbs_sq *sq = &ep->sq;
-	bool wait = kverbs_may_wait(flags);
 	struct kverbs_op *op;
+	long left;
 	int err;
 
 	if (wait)
@@ -457,15 +489,66 @@ struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags)
 				err = -EAGAIN;
 			}
 		}
+		/* Tell kvmsg why a deferred handler failed (op_space). */
+		if (err == -EAGAIN && !wait && kverbs_in_deferred(ep->dom))
+			set_bit(KVERBS_EP_F_OP_STARVED, &ep->flags);
 		spin_unlock_bh(&ep->lock);
 		if (err != -EAGAIN || !wait)
 			break;
-		if (wait_event_killable(sq->wait, READ_ONCE(sq->op_nfree) ||
-					READ_ONCE(ep->state) !=
-					KVERBS_EP_CONNECTED))
+		left = wait_event_killable_timeout(sq->wait,
+						   READ_ONCE(sq->op_nfree) ||
+						   READ_ONCE(ep->state) !=
+						   KVERBS_EP_CONNECTED, timeout);
+		if (left < 0)
 			return ERR_PTR(-EINTR);
+		if (!left)
+			return ERR_PTR(-ETIMEDOUT);
+		timeout = left;
 	}
 	return op ?: ERR_PTR(err);
+}
+
+/**
+ * kverbs_op_get - take an operation slot of the send queue
+ * @ep: connected endpoint
+ * @flags: KVERBS_NOWAIT to fail instead of sleeping
+ *
+ * Context: process, may sleep (killable); atomic with KVERBS_NOWAIT, inside
+ * an atomic callback, or in a deferred handler (kverbs_may_wait_peer()).
+ * Return: the slot, or ERR_PTR: -EAGAIN, -EINTR, -ENOTCONN or the
+ * endpoint's error.
+ */
+struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags)
+{
+	return kverbs_op_take(ep, kverbs_may_wait_peer(ep->dom, flags),
+			      MAX_SCHEDULE_TIMEOUT);
+}
+
+/**
+ * kverbs_op_get_local - an operation slot for a local work request
+ * @ep: connected endpoint
+ * @timeout: jiffies to wait for one at most
+ *
+ * For a grant's REG_MR and LOCAL_INV, whose caller then waits, bounded,
+ * for their completion anyway (grant.c).  A deferred handler's grant may
+ * wait for a slot too, but no longer than @timeout: a slot that does not
+ * come back (a peer whose RNR NAKs hold the send queue) fails the
+ * endpoint instead of holding the domain's deferral work.
+ *
+ * Context: process, may sleep (killable).
+ * Return: as kverbs_op_get(), or -ETIMEDOUT (the endpoint then fails).
+ */
+struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout)
+{
+	struct kverbs_op *op = kverbs_op_take(ep, true, timeout);
+
+	if (op == ERR_PTR(-ETIMEDOUT)) {
+		kverbs_ep_log(err, ep, "no send-queue slot for a local work request in %ld s; closing the connection\n",
+			      timeout / HZ);
+		atomic64_inc(&ep->stat_errors);
+		kverbs_ep_fail(ep, -ETIMEDOUT);
+	}
+	return op;
 }
 
 /**

@@ -43,7 +43,11 @@ struct kvmsg_ops;
  * instead.  Inside kverbs' and kvmsg's own callbacks that run in softirq
  * (a ->recv() in KVMSG_CTX_SOFTIRQ or KVMSG_CTX_POLL, ->send_done(), an
  * RDMA @done), kverbs and kvmsg calls never sleep whatever the flags, so a
- * handler passes 0 and returns the -EAGAIN it got to be deferred.
+ * handler passes 0 and returns the -EAGAIN it got to be deferred.  In a
+ * deferred ->recv() (KVMSG_CTX_PROCESS) they do not sleep for a send
+ * buffer or an operation slot either, which only the peer gives back:
+ * the handler returns the -EAGAIN and is called again when the endpoint
+ * has room (Documentation/kvmsg.rst).
  * kvmem_protect() does not know these callbacks: pass KVERBS_NOWAIT to it
  * from any of them.
  */

@@ -21,7 +21,9 @@
  * A handler in an atomic context that needs to sleep, or finds no send
  * buffer, returns -EAGAIN: the library calls it again, for the same
  * message and before any later message of that endpoint, in process
- * context on the domain's workqueue.
+ * context on the domain's workqueue.  There, too, no send buffer or slot
+ * is waited for (the work serves every peer): -EAGAIN has the handler
+ * called again once the endpoint has one.
  *
  * See Documentation/kvmsg.rst for contexts, credits and teardown.
  */
