@@ -88,35 +88,72 @@ static void kfc_srv_hdr(struct kfc_hdr *h, const struct kfc_hdr *rq,
 		kfc_srv_count(KFC_S_ERRORS, 1);
 }
 
+/*
+ * A reply buffer.  In softirq and in the deferred handler a reserve does
+ * not wait (for the peer's credits, kvmsg.rst): the handler hands the
+ * -EAGAIN back and is called again for the same request, so a handler
+ * with effects (a handle made) reserves before it acts.  Any other error
+ * means the connection is going: no reply, nothing to retry.
+ *
+ * Return: the buffer, or NULL with *@ret set to -EAGAIN or 0.
+ */
+static struct kvmsg_buf *kfc_srv_reply_buf(struct kfc_conn *c, u32 len,
+					   int *ret)
+{
+	struct kvmsg_buf *buf = kvmsg_reserve(c->ep, len, 0);
+
+	if (!IS_ERR(buf))
+		return buf;
+	*ret = PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
+	return NULL;
+}
+
+/* Send a header carrying @status in @buf. */
+static void kfc_srv_send_status(struct kvmsg_buf *buf,
+				const struct kfc_hdr *rq, int status)
+{
+	kfc_srv_hdr(kvmsg_buf_data(buf), rq, status);
+	kvmsg_send(buf, sizeof(struct kfc_hdr), 0, NULL);
+}
+
 /* Answer @rq with only a header carrying @status. */
 static int kfc_srv_status(struct kfc_conn *c, const struct kfc_hdr *rq,
 			  int status)
 {
-	struct kvmsg_buf *buf = kvmsg_reserve(c->ep, sizeof(struct kfc_hdr), 0);
+	struct kvmsg_buf *buf;
+	int ret;
 
-	if (IS_ERR(buf))
-		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
-	kfc_srv_hdr(kvmsg_buf_data(buf), rq, status);
-	kvmsg_send(buf, sizeof(struct kfc_hdr), 0, NULL);
+	buf = kfc_srv_reply_buf(c, sizeof(struct kfc_hdr), &ret);
+	if (!buf)
+		return ret;
+	kfc_srv_send_status(buf, rq, status);
 	return 0;
 }
 
-static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
-			      struct kfc_handle *h)
+/* Send @h's attributes in @buf, of at least sizeof(kfc_attr_reply). */
+static void kfc_srv_send_attr(struct kfc_conn *c, struct kvmsg_buf *buf,
+			      const struct kfc_hdr *rq, struct kfc_handle *h)
 {
-	struct kvmsg_buf *buf = kvmsg_reserve(c->ep, sizeof(struct kfc_attr_reply),
-					      0);
-	struct kfc_attr_reply *r;
+	struct kfc_attr_reply *r = kvmsg_buf_data(buf);
 
-	if (IS_ERR(buf))
-		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
-	r = kvmsg_buf_data(buf);
 	kfc_srv_hdr(&r->hdr, rq, 0);
 	kfc_srv_fill_attr(&r->attr, kfc_handle_wire(c, h),
 			  d_inode(h->path.dentry));
 	if (h->file)
 		r->attr.access = cpu_to_be32(KFC_ACCESS_READ);
 	kvmsg_send(buf, sizeof(*r), 0, NULL);
+}
+
+static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
+			      struct kfc_handle *h)
+{
+	struct kvmsg_buf *buf;
+	int ret;
+
+	buf = kfc_srv_reply_buf(c, sizeof(struct kfc_attr_reply), &ret);
+	if (!buf)
+		return ret;
+	kfc_srv_send_attr(c, buf, rq, h);
 	return 0;
 }
 
@@ -124,6 +161,7 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 			 u32 len)
 {
 	struct kfc_handle *h = NULL;
+	struct kvmsg_buf *buf;
 	struct kfc_export *e;
 	const char *name;
 	u16 n;
@@ -134,6 +172,10 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 		return ret;
 	if (ret)
 		return kfc_srv_status(c, &rq->hdr, ret);
+	/* The reply's buffer first: a handle is made once. */
+	buf = kfc_srv_reply_buf(c, sizeof(struct kfc_attr_reply), &ret);
+	if (!buf)
+		return ret;
 	ret = -ENOENT;
 	mutex_lock(&kfc_srv.lock);
 	list_for_each_entry(e, &kfc_srv.exports, node) {
@@ -144,13 +186,16 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 	}
 	mutex_unlock(&kfc_srv.lock);
 	if (ret)
-		return kfc_srv_status(c, &rq->hdr, ret);
-	return kfc_srv_attr_reply(c, &rq->hdr, h);
+		kfc_srv_send_status(buf, &rq->hdr, ret);
+	else
+		kfc_srv_send_attr(c, buf, &rq->hdr, h);
+	return 0;
 }
 
 static int kfc_srv_lookup(struct kfc_conn *c, struct kfc_handle *dir,
 			  const struct kfc_name_req *rq, u32 len)
 {
+	struct kvmsg_buf *buf;
 	struct kfc_handle *h;
 	struct dentry *d;
 	struct path p;
@@ -165,21 +210,28 @@ static int kfc_srv_lookup(struct kfc_conn *c, struct kfc_handle *dir,
 		ret = -ENOTDIR;
 	if (ret)
 		return kfc_srv_status(c, &rq->hdr, ret);
+	/* The reply's buffer first: a handle is made (counted) once. */
+	buf = kfc_srv_reply_buf(c, sizeof(struct kfc_attr_reply), &ret);
+	if (!buf)
+		return ret;
 	/* One component below a directory of the export: never a walk. */
 	d = lookup_one_len_unlocked(name, dir->path.dentry, n);
-	if (IS_ERR(d))
-		return kfc_srv_status(c, &rq->hdr, PTR_ERR(d));
-	if (d_really_is_negative(d)) {
-		dput(d);
-		return kfc_srv_status(c, &rq->hdr, -ENOENT);
+	if (IS_ERR(d)) {
+		ret = PTR_ERR(d);
+	} else if (d_really_is_negative(d)) {
+		ret = -ENOENT;
+	} else {
+		p.mnt = dir->path.mnt;
+		p.dentry = d;
+		ret = kfc_handle_make(c, &p, &h);
 	}
-	p.mnt = dir->path.mnt;
-	p.dentry = d;
-	ret = kfc_handle_make(c, &p, &h);
-	dput(d);
+	if (!IS_ERR(d))
+		dput(d);
 	if (ret)
-		return kfc_srv_status(c, &rq->hdr, ret);
-	return kfc_srv_attr_reply(c, &rq->hdr, h);
+		kfc_srv_send_status(buf, &rq->hdr, ret);
+	else
+		kfc_srv_send_attr(c, buf, &rq->hdr, h);
+	return 0;
 }
 
 /* Entries of one READDIR reply, filled by iterate_dir(). */
@@ -231,6 +283,7 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 	struct kvmsg_buf *buf;
 	loff_t pos = be64_to_cpu(rq->cookie);
 	loff_t ret;
+	int err;
 
 	if (!d_is_dir(dir->path.dentry))
 		return kfc_srv_status(c, &rq->hdr, -ENOTDIR);
@@ -238,9 +291,9 @@ static int kfc_srv_readdir(struct kfc_conn *c, struct kfc_handle *dir,
 		return kfc_srv_status(c, &rq->hdr, dir->open_err);
 	if (pos < 0)
 		return kfc_srv_status(c, &rq->hdr, -EINVAL);
-	buf = kvmsg_reserve(c->ep, max, 0);
-	if (IS_ERR(buf))
-		return 0;
+	buf = kfc_srv_reply_buf(c, max, &err);
+	if (!buf)
+		return err;
 	r = kvmsg_buf_data(buf);
 	d.buf = (char *)(r + 1);
 	d.room = max - sizeof(*r);
@@ -276,6 +329,7 @@ static int kfc_srv_readlink(struct kfc_conn *c, struct kfc_handle *h,
 	struct inode *inode = d_inode(h->path.dentry);
 	const char *target;
 	size_t n;
+	int ret;
 
 	if (!S_ISLNK(inode->i_mode))
 		return kfc_srv_status(c, rq, -EINVAL);
@@ -288,10 +342,10 @@ static int kfc_srv_readlink(struct kfc_conn *c, struct kfc_handle *h,
 		do_delayed_call(&done);
 		return kfc_srv_status(c, rq, -ENAMETOOLONG);
 	}
-	buf = kvmsg_reserve(c->ep, sizeof(*r) + n, 0);
-	if (IS_ERR(buf)) {
+	buf = kfc_srv_reply_buf(c, sizeof(*r) + n, &ret);
+	if (!buf) {
 		do_delayed_call(&done);
-		return 0;
+		return ret;
 	}
 	r = kvmsg_buf_data(buf);
 	kfc_srv_hdr(&r->hdr, rq, 0);
@@ -345,8 +399,9 @@ static struct folio *kfc_srv_folio(struct file *file, pgoff_t index,
 /*
  * READ: gather the folios, write them in chunks the device takes in one
  * work request, then the reply.  In softirq a miss, a full send queue or
- * no reply buffer defers the whole request: chunks already posted are
- * written again, with the same bytes, by the deferred run.
+ * no reply buffer defers the whole request, and in the deferred handler a
+ * full send queue or no reply buffer has it called again when there is
+ * room: chunks already posted are written again, with the same bytes.
  */
 static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 			const struct kfc_read_req *rq, enum kvmsg_ctx ctx)
@@ -378,9 +433,9 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 	if (index > (MAX_LFS_FILESIZE >> PAGE_SHIFT) - npages)
 		return kfc_srv_status(c, &rq->hdr, -EFBIG);
 	inode = file_inode(h->file);
-	buf = kvmsg_reserve(c->ep, sizeof(*r), 0);
-	if (IS_ERR(buf))
-		return PTR_ERR(buf) == -EAGAIN ? -EAGAIN : 0;
+	buf = kfc_srv_reply_buf(c, sizeof(*r), &ret);
+	if (!buf)
+		return ret;
 	r = kvmsg_buf_data(buf);
 	/*
 	 * The attributes before the pages: a change after this point makes
@@ -433,7 +488,8 @@ static int kfc_srv_read(struct kfc_conn *c, struct kfc_handle *h,
 		}
 		kfc_srv_count(KFC_S_PAGES, k);
 	}
-	if (ret == -EAGAIN && !may_sleep) {
+	/* Softirq, or no send-queue slot in the deferred handler: again. */
+	if (ret == -EAGAIN) {
 		kvmsg_unreserve(buf);
 		return -EAGAIN;
 	}

@@ -129,13 +129,18 @@ void kmig_in_unqueue(struct kmig_arena *a)
 		atomic_dec(&kmig.arriving);
 }
 
-/* READY(@status) on an endpoint that has no arena. */
-static void kmig_in_refuse(struct kverbs_ep *ep, u32 status)
+/*
+ * READY(@status) on an endpoint that has no arena.  Return: 0, or -EAGAIN
+ * when it has no free send buffer (its peer holds the credits): the
+ * handler is called again, for the same PREPARE, once it has one, and
+ * until then nothing of it is kept.
+ */
+static int kmig_in_refuse(struct kverbs_ep *ep, u32 status)
 {
 	struct kmig_ready r = { .status = cpu_to_be32(status) };
 
 	kmig_hdr_init(&r.hdr, KMIG_READY, sizeof(r));
-	kmig_send(ep, &r, sizeof(r), 0);
+	return kmig_send(ep, &r, sizeof(r), 0) == -EAGAIN ? -EAGAIN : 0;
 }
 
 /**
@@ -145,7 +150,8 @@ static void kmig_in_refuse(struct kverbs_ep *ep, u32 status)
  * @len: its length
  *
  * Context: process (deferred kvmsg handler).
- * Return: 0 (a refusal goes back as READY), or -EPROTO.
+ * Return: 0 (a refusal goes back as READY), -EAGAIN (no buffer for the
+ * refusal yet), or -EPROTO.
  */
 int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 		    u32 len)
@@ -160,18 +166,14 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 		return -EPROTO;
 	if (!atomic_read(&kmig.spawners)) {
 		pr_info_ratelimited("kmigrate: a migration arrived but no spawner (kmigrate serve) runs here: refused\n");
-		kmig_in_refuse(ep, ENOEXEC);
-		return 0;
+		return kmig_in_refuse(ep, ENOEXEC);
 	}
 	/* Every page comes by RDMA read, which this device may not do. */
-	if (!kverbs_ep_max_read_pages(ep)) {
-		kmig_in_refuse(ep, EOPNOTSUPP);
-		return 0;
-	}
+	if (!kverbs_ep_max_read_pages(ep))
+		return kmig_in_refuse(ep, EOPNOTSUPP);
 	if (atomic_inc_return(&kmig.arriving) > KMIG_MAX_ARRIVING) {
 		atomic_dec(&kmig.arriving);
-		kmig_in_refuse(ep, EBUSY);
-		return 0;
+		return kmig_in_refuse(ep, EBUSY);
 	}
 	npages = be32_to_cpu(p->npages);
 	nkeys = be32_to_cpu(p->nkeys);
@@ -225,8 +227,7 @@ refuse:
 	atomic_dec(&kmig.arriving);
 	kfree(exec);
 	kfree(c);
-	kmig_in_refuse(ep, ENOMEM);
-	return 0;
+	return kmig_in_refuse(ep, ENOMEM);
 }
 
 /*

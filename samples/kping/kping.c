@@ -183,9 +183,10 @@ static bool kping_defer(enum kvmsg_ctx ctx)
 }
 
 /*
- * The echo: a reply buffer, the bytes, a send.  In softirq the reserve
- * does not sleep; its -EAGAIN (no free buffer) handed back defers the
- * message to process context, where the reserve waits for one.
+ * The echo: a reply buffer, the bytes, a send.  The reserve does not
+ * sleep in a handler; its -EAGAIN (no free buffer) handed back defers the
+ * message to process context, or there has it called again once a buffer
+ * is free.
  */
 static int kping_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			     enum kvmsg_ctx ctx)
@@ -324,6 +325,9 @@ static int kping_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		return -EAGAIN;
 	if (ctx == KVMSG_CTX_PROCESS) {
 		b = kvmsg_reserve(ep, size, 0);
+		/* None free: kvmsg calls again when one is (nothing done yet). */
+		if (b == ERR_PTR(-EAGAIN))
+			return -EAGAIN;
 		if (IS_ERR(b)) {
 			ret = PTR_ERR(b);
 			b = NULL;

@@ -179,7 +179,10 @@ fail:
 	return ERR_PTR(err);
 }
 
-/* Process context: the reserve sleeps until a send buffer is free. */
+/*
+ * Process context: in the deferred handler the reserve does not wait for
+ * the peer's credits; its -EAGAIN has the handler called again.
+ */
 static int krdma_send(struct kverbs_ep *ep, const struct krdma_msg *msg)
 {
 	struct kvmsg_buf *b = kvmsg_reserve(ep, sizeof(*msg), 0);
@@ -277,8 +280,14 @@ static int krdma_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		}
 		break;
 	}
-	/* A failed reply is no fault of the message: it is still consumed. */
+	/*
+	 * No buffer: called again for the same message, which repeats
+	 * nothing (HELLO registers once, UNREG revokes once, CHECK reads).
+	 * Any other failed reply is no fault of the message: consumed.
+	 */
 	ret = krdma_send(ep, &out);
+	if (ret == -EAGAIN)
+		return ret;
 	if (ret)
 		pr_warn_ratelimited("reply to node %u failed: %d\n",
 				    kverbs_ep_peer_node(ep), ret);
