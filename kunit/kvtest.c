@@ -3,7 +3,7 @@
  * kvtest: integration scenarios for the kverbs regression tests.  Built
  * only with KVERBS_KUNIT=m, never shipped; uses only include/kverbs/.
  *
- *   insmod kvtest.ko [addr=A] [greet=1] [keep=1] [depth=D]     # server
+ *   insmod kvtest.ko [addr=A] [greet=1] [keep=1] [depth=D] [fanout=N] # server
  *   insmod kvtest.ko server=A scenario=S node_id=N [...]      # client
  *
  * The server echoes every message.  With @addr it listens on that address
@@ -12,7 +12,11 @@
  * able to send from ->connected).  @keep: its handler runs in process
  * context, keeps the message, hands it to a work item that releases it,
  * and sleeps before returning, so the release races the return.  @slow:
- * its ->connected sleeps 200 ms, and no ->recv() may run meanwhile.  A HELLO
+ * its ->connected sleeps 200 ms, and no ->recv() may run meanwhile.
+ * @fanout: a message of any other size than ours (a kvping ping) is
+ * answered @fanout times with a copy of itself from process context, more
+ * sends than a peer's credits cover: a peer that keeps its credits
+ * (kvping --withhold-ms) exhausts its endpoint's send buffers.  A HELLO
  * message is answered with the kverbs_remote of a region granted to that
  * peer only; a LARGE one with that of one page of the @large region.
  *
@@ -72,6 +76,10 @@ MODULE_PARM_DESC(count, "client: round trips or cycles");
 static bool greet;
 module_param(greet, bool, 0444);
 MODULE_PARM_DESC(greet, "server: send a greeting from ->connected");
+static unsigned int fanout;
+module_param(fanout, uint, 0444);
+MODULE_PARM_DESC(fanout, "server: answer other messages this many times, deferred");
+
 static bool keep;
 module_param(keep, bool, 0444);
 MODULE_PARM_DESC(keep, "server: keep each message, release it from a work item");
@@ -265,6 +273,35 @@ static void kvtest_keep_race(struct kvmsg_rx *rx)
 	msleep(hold_ms);
 }
 
+/*
+ * @fanout copies of @rx, from process context.  A copy without a send
+ * buffer hands the -EAGAIN back: in process context kvmsg parks the
+ * endpoint instead of waiting there for the peer's credits (and sends the
+ * copies before it again when it calls back).
+ */
+static int kvtest_fanout(struct kverbs_ep *ep, struct kvmsg_rx *rx,
+			 enum kvmsg_ctx ctx)
+{
+	struct kvmsg_buf *b;
+	unsigned int i;
+	int ret;
+
+	if (!fanout)
+		return 0;
+	if (ctx != KVMSG_CTX_PROCESS)
+		return -EAGAIN;
+	for (i = 0; i < fanout; i++) {
+		b = kvmsg_reserve(ep, kvmsg_rx_len(rx), 0);
+		if (IS_ERR(b))
+			return PTR_ERR(b) == -EAGAIN ? -EAGAIN : 0;
+		memcpy(kvmsg_buf_data(b), kvmsg_rx_data(rx), kvmsg_rx_len(rx));
+		ret = kvmsg_send(b, kvmsg_rx_len(rx), 0, NULL);
+		if (ret)
+			return 0;	/* the endpoint is going down */
+	}
+	return 0;
+}
+
 static int kvtest_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 			      enum kvmsg_ctx ctx)
 {
@@ -275,7 +312,7 @@ static int kvtest_server_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	if (atomic_read(&kvtest_in_connected))
 		pr_err("recv during ->connected (ctx %d)\n", ctx);
 	if (kvmsg_rx_len(rx) != sizeof(m))
-		return 0;
+		return kvtest_fanout(ep, rx, ctx);
 	memcpy(&m, kvmsg_rx_data(rx), sizeof(m));
 	/* Granting a region and @keep's handler sleep. */
 	if ((m.type == KVTEST_HELLO || m.type == KVTEST_LARGE || keep) &&

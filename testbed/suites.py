@@ -13,7 +13,7 @@ from pathlib import Path
 from .common import (REPO, HarnessError, build_dir, cache_dir, log,
                      require_tool, run)
 from . import dkms, kbuild, rdma_res
-from .suite_auth import auth_checks
+from .suite_auth import NOBODY, auth_checks
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
                        "include/kverbs/*.h", "include/uapi/kverbs/*.h",
@@ -961,8 +961,63 @@ def _regressions(res, suite, n0, n1):
                  "pages across them read by RDMA", {"large": 256},
                  {"scenario": "large", "count": 256},
                  "large: 256 MiB region, 7 pages read in")
+    _withholder(res, suite, n0, n1)
+    _withholder(res, suite, n0, n1, undo=True)
     _listener_on_address(res, suite, n0, n1)
     _unbind_vs_reconnect(res, suite, n0, n1)
+
+
+KVTEST_EPS = "/sys/kernel/debug/kverbs/kvtest-server.*/endpoints"
+
+
+def _withholder(res, suite, n0, n1, undo=False):
+    """Issue 25, finding 3: a peer that keeps the credits it is given (an
+    unprivileged kvping --withhold-ms) against a server whose deferred
+    handler answers each message 4 times: the handler runs out of send
+    buffers, and the endpoint is parked instead of the domain's deferral
+    work waiting for that peer, so another client's round trips complete
+    meanwhile.  @undo: the same with that fix undone (test builds'
+    test_undo=8): the other client must fail, so the check can."""
+    what = ("with the fix undone (test_undo=8), " if undo else "") + \
+        "a peer keeping its credits"
+    n0.run("rmmod kvtest 2>/dev/null; echo %d > "
+           "/sys/module/kverbs/parameters/test_undo; %s"
+           % (8 if undo else 0, kvtest(n0, fanout=4)), timeout=120)
+    wh = (f"{NOBODY} /kvlab/bin/kvping --server-addr {n0.ip} "
+          f"--port {TEST_PORT} --node-id 200 --depth 4 --withhold-ms 120000")
+    n1.run(f"({wh} > /tmp/withhold.log 2>&1 &)", timeout=30)
+    # Undone, nothing parks: give the withholder time to take its credits.
+    r = n0.run("for i in $(seq 60); do grep -q 'parked [1-9]' "
+               f"{KVTEST_EPS} && break; sleep 0.5; done; cat {KVTEST_EPS}"
+               if not undo else f"sleep 6; cat {KVTEST_EPS}", timeout=240)
+    res.check(suite, f"{what}: it is connected", "peer_node 200 " in r.out,
+              r.out)
+    if not undo:
+        res.check(suite, f"{what}: its endpoint is parked (the handler "
+                  "found no send buffer)", re.search(r"parked [1-9]", r.out)
+                  is not None, r.out)
+    r = n1.run(f"{kvtest(n1, n0, scenario='echo', count=100)}; echo rc=$?; "
+               "dmesg | grep 'kvtest:' | tail -n 3; rmmod kvtest "
+               "2>/dev/null", timeout=300)
+    ok = "rc=0" in r.out and "echo: 100 round trips ok" in r.out
+    if undo:
+        res.check(suite, f"{what}: another client gets no answer", not ok,
+                  r.out)
+    else:
+        res.check(suite, f"{what}: another client's 100 round trips "
+                  "complete meanwhile", ok, r.out)
+    r = n1.run("cat /tmp/withhold.log; kill $(pidof kvping) && echo killed",
+               timeout=30)
+    if not undo:
+        res.check(suite, f"{what}: the withholder was still connected",
+                  "killed" in r.out and "kvping:" not in r.out, r.out)
+    r = n0.run("for i in $(seq 100); do grep -q 'peer_node 200 ' "
+               f"{KVTEST_EPS} || break; sleep 0.2; done; cat {KVTEST_EPS}; "
+               "echo 0 > /sys/module/kverbs/parameters/test_undo; "
+               "rmmod kvtest && echo unloaded", timeout=120)
+    res.check(suite, f"{what}: its endpoint is torn down once it leaves, "
+              "and the server unloads", "unloaded" in r.out and
+              "peer_node 200 " not in r.out.split("unloaded")[0], r.out)
 
 
 def _listener_on_address(res, suite, n0, n1):
