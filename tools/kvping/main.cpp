@@ -263,6 +263,7 @@ private:
     void post_recv(std::size_t slot);
     void ping_pong();
     void withhold();
+    std::pair<std::span<const std::uint8_t>, kvwire::KvmsgParse> received_message(const ibv_wc &wc);
     void send_ping(std::uint32_t seq);
     void expect_close();
     [[nodiscard]] std::size_t slot_size() const noexcept
@@ -477,6 +478,18 @@ void Client::expect_close()
     }
 }
 
+// The message a receive completion holds, checked, its grant applied.
+std::pair<std::span<const std::uint8_t>, kvwire::KvmsgParse> Client::received_message(const ibv_wc &wc)
+{
+    const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(), wc.byte_len);
+    auto p = kvwire::kvmsg_parse(m, rx_seq_++, opt_.max_msg);
+    if (!p.ok())
+        throw Error("message from the peer refused: " + p.error);
+    if (!credits_.receive(p.hdr.credits))
+        throw Error("peer granted more credits than its depth");
+    return {m, std::move(p)};
+}
+
 // A peer that takes the server's credits and keeps them: every message it
 // receives stays in its receive buffer, so it never grants a credit back
 // and the server's echoes wait, for its send buffers, inside kvmsg.
@@ -501,13 +514,7 @@ void Client::withhold()
                 in_flight = false;
                 continue;
             }
-            const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(),
-                                                  wc.byte_len);
-            const auto p = kvwire::kvmsg_parse(m, rx_seq_++, opt_.max_msg);
-            if (!p.ok())
-                throw Error("message from the peer refused: " + p.error);
-            if (!credits_.receive(p.hdr.credits))
-                throw Error("peer granted more credits than its depth");
+            static_cast<void>(received_message(wc));
             ++received;
         }
         if (n < 0)
@@ -559,13 +566,7 @@ void Client::ping_pong()
                     sent = true;
                     continue;
                 }
-                const std::span<const std::uint8_t> m(recv_buf_.data() + wc.wr_id * slot_size(),
-                                                      wc.byte_len);
-                const auto p = kvwire::kvmsg_parse(m, rx_seq_++, opt_.max_msg);
-                if (!p.ok())
-                    throw Error("message from the peer refused: " + p.error);
-                if (!credits_.receive(p.hdr.credits))
-                    throw Error("peer granted more credits than its depth");
+                const auto [m, p] = received_message(wc);
                 if (p.hdr.type == KVMSG_TYPE_CREDIT) {
                     post_recv(wc.wr_id);
                     credits_.reposted();
