@@ -386,7 +386,8 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		/* Active, our QP: ready it and answer the REP with the RTU. */
 		ret = kverbs_ep_qp_ready(ep, NULL) ?: rdma_accept(id, NULL);
 		if (ret) {
-			kverbs_ep_log(warn, ep, "%pISpc accepted, but the connection cannot be completed: %d\n",
+			kverbs_ep_log(warn, ep,
+				      "%pISpc accepted, but the connection cannot be completed: %d\n",
 				      &ep->peer_addr, ret);
 			kverbs_ep_fail(ep, ret);
 			break;

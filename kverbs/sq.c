@@ -543,7 +543,8 @@ struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout)
 	struct kverbs_op *op = kverbs_op_take(ep, true, timeout);
 
 	if (op == ERR_PTR(-ETIMEDOUT)) {
-		kverbs_ep_log(err, ep, "no send-queue slot for a local work request in %ld s; closing the connection\n",
+		kverbs_ep_log(err, ep,
+			      "no send-queue slot for a local work request in %ld s; closing the connection\n",
 			      timeout / HZ);
 		atomic64_inc(&ep->stat_errors);
 		kverbs_ep_fail(ep, -ETIMEDOUT);
