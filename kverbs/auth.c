@@ -96,6 +96,60 @@ void kverbs_auth_addr(const struct sockaddr *sa, u8 *out)
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_addr);
 
+/* Does @ep await its peer's proof, holding an endpoint for it? */
+static bool kverbs_ep_unproven(struct kverbs_ep *ep)
+{
+	return test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags) &&
+	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags) &&
+	       !test_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags) &&
+	       READ_ONCE(ep->state) <= KVERBS_EP_CONNECTED;
+}
+
+/**
+ * kverbs_auth_admit - may one more unproven connection from @src wait?
+ * @dom: keyed domain
+ * @src: the requesting peer's address (its port is not compared)
+ *
+ * The caps of KVERBS_AUTH_PENDING_PER_ADDR; a refusal is counted
+ * (debugfs auth_busy) and logged, rate-limited.  Accepted requests are
+ * counted from the moment their endpoint exists, before their proof is
+ * asked for.  Requests handled at once on other CPUs (ib_cm's workqueue
+ * runs one work per CPU) may both take the last place: the caps can be
+ * passed by at most the number of CPUs.
+ *
+ * Context: process (the listener's CM handler); takes dom->lock.
+ * Return: true if @src may have another endpoint awaiting its proof.
+ */
+bool kverbs_auth_admit(struct kverbs_domain *dom, const struct sockaddr *src)
+{
+	u8 want[KVERBS_AUTH_ADDR_LEN], have[KVERBS_AUTH_ADDR_LEN];
+	unsigned int all = 0, same = 0;
+	struct kverbs_ep *ep;
+	bool ok;
+
+	kverbs_auth_addr(src, want);
+	mutex_lock(&dom->lock);
+	list_for_each_entry(ep, &dom->eps, dom_node) {
+		if (!kverbs_ep_unproven(ep))
+			continue;
+		all++;
+		kverbs_auth_addr((struct sockaddr *)&ep->peer_addr, have);
+		/* The address, without the port that follows it. */
+		if (!memcmp(want, have, sizeof(struct in6_addr)))
+			same++;
+	}
+	mutex_unlock(&dom->lock);
+	ok = same < KVERBS_AUTH_PENDING_PER_ADDR &&
+	     all < max(KVERBS_AUTH_PENDING_PER_ADDR, dom->max_eps / 2);
+	if (!ok) {
+		atomic64_inc(&dom->auth_busy);
+		kverbs_dom_log(warn, dom,
+			       "refusing a connection from %pISc: %u from that address and %u in all await their proof\n",
+			       src, same, all);
+	}
+	return ok;
+}
+
 /**
  * kverbs_auth_proof - one side's proof for a connection
  * @tfm: the domain's keyed transform

@@ -113,6 +113,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	kverbs_ep_budget(attr->depth, dom->budget.upper_send,
 			 dom->budget.upper_recv, &dom->budget);
 	dom->cq_size = attr->max_eps * dom->budget.cqes;
+	dom->max_eps = attr->max_eps;
 	ret = kverbs_auth_init(dom, attr->auth_key);
 	if (ret) {
 		kverbs_auth_free(dom);

@@ -34,6 +34,16 @@
 /* A pre-shared key's length in bytes: 128 bits at least. */
 #define KVERBS_AUTH_KEY_MIN	16
 #define KVERBS_AUTH_KEY_MAX	64
+/*
+ * Accepted connections of a keyed domain still waiting for their peer's
+ * proof hold an endpoint (its QP, rings and CQ entries) for up to
+ * KVERBS_AUTH_TIMEOUT_MS and cost whoever opened them nothing.  At most
+ * this many per peer address (a real peer has one or two in flight: a
+ * handshake takes milliseconds), and at most half the domain's endpoints
+ * in all, so that a host without the key cannot keep a domain full and
+ * the node's own dialed endpoints keep room (kverbs_auth_admit()).
+ */
+#define KVERBS_AUTH_PENDING_PER_ADDR	4
 
 /* main.c: frees domains whose last reference went in atomic context */
 extern struct workqueue_struct *kverbs_wq;
@@ -323,6 +333,8 @@ struct kverbs_domain {
 	struct crypto_shash *auth_tfm;
 	s32 auth_serial;
 	atomic64_t auth_failures;
+	atomic64_t auth_busy;		/* requests refused by the caps */
+	unsigned int max_eps;
 
 	/*
 	 * The task running the domain's deferred handlers (kvmsg's defer
@@ -580,6 +592,7 @@ void kverbs_ep_notify(struct kverbs_ep *ep);
 struct crypto_shash;
 struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len);
 void kverbs_auth_addr(const struct sockaddr *sa, u8 *out);
+bool kverbs_auth_admit(struct kverbs_domain *dom, const struct sockaddr *src);
 int kverbs_auth_proof(struct crypto_shash *tfm, bool server,
 		      const struct kverbs_auth_input *in, u8 *proof);
 bool kverbs_auth_verify(struct crypto_shash *tfm, bool server,

@@ -91,6 +91,10 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 		reason = KVERBS_CM_EREFUSED;
 		goto reject;
 	}
+	if (dom->auth_tfm && !kverbs_auth_admit(dom, src)) {
+		reason = KVERBS_CM_EBUSY;
+		goto reject;
+	}
 	ep = kverbs_ep_alloc(dom);
 	if (IS_ERR(ep)) {
 		reason = KVERBS_CM_ENOLISTEN;

@@ -153,6 +153,8 @@ def _user_space_attacks(res, suite, n0, n1, kping):
                   f"{r.out}\nserver: failures {fails0} -> {fails}, "
                   f"connected {conn0} -> {conn}\n{log}")
 
+    _unproven_cap(res, suite, n0, n1, base)
+
     # A silent offer holds an endpoint until the deadline; valid peers
     # connect and work meanwhile.
     fails0, conn0, _ = _counts(n0)
@@ -175,6 +177,42 @@ def _user_space_attacks(res, suite, n0, n1, kping):
               "no proof in time" in log,
               f"{r.out}\nserver: failures {fails0} -> {fails}, connected "
               f"{conn0} -> {conn}\n{log}")
+
+
+def _unproven_cap(res, suite, n0, n1, base):
+    """Connections awaiting their proof are capped per peer address
+    (KVERBS_AUTH_PENDING_PER_ADDR, 4): a fifth silent offer from the same
+    host is refused at once as busy, counted in auth_busy and logged; the
+    four held ones end at the deadline."""
+    busy0 = _busy(n0)
+    hold = (AUTH_TIMEOUT_S + AUTH_TIMEOUT_SLACK_S) * 1000
+    for i in range(4):
+        n1.run(f"({base} --bad-msg silent --timeout-ms {hold}; echo rc=$?) "
+               f"> /tmp/held{i}.out 2>&1 &", timeout=30)
+    r = n0.run(f"for i in $(seq 40); do [ $(grep -c 'peer_node {n1.node_id} ' "
+               f"{EP_FILE}) -ge 4 ] && break; sleep 0.25; done; cat {EP_FILE}",
+               timeout=60)
+    held = len(re.findall(rf"peer_node {n1.node_id} ", r.out))
+    r = n1.run(f"{base} --bad-msg silent --timeout-ms 10000; echo rc=$?",
+               timeout=60)
+    log = n0.run("dmesg | tail -n 10", timeout=30).out
+    res.check(suite, "auth: with 4 connections of one host awaiting their "
+              "proof, a fifth is refused at once (kvping exit 3), counted "
+              "in auth_busy, logged", held == 4 and "rc=3" in r.out and
+              _busy(n0) == busy0 + 1 and "await their proof" in log,
+              f"held {held}\n{r.out}\nauth_busy {busy0} -> {_busy(n0)}\n{log}")
+    r = n1.run("for i in $(seq 80); do [ $(cat /tmp/held*.out | grep -c rc=) "
+               "-ge 4 ] && break; sleep 0.5; done; cat /tmp/held*.out",
+               timeout=90)
+    res.check(suite, f"auth: the four held ones are closed at the "
+              f"{AUTH_TIMEOUT_S} s deadline (kvping exit 4)",
+              r.out.count("rc=4") == 4, r.out)
+
+
+def _busy(n0):
+    """The server domain's auth_busy count."""
+    m = re.search(r"auth_busy (\d+)", n0.run(f"cat {EP_FILE}", timeout=30).out)
+    return int(m.group(1)) if m else -1
 
 
 def _broken_proofs(res, suite, n0, n1, kping):
