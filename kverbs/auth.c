@@ -96,58 +96,72 @@ void kverbs_auth_addr(const struct sockaddr *sa, u8 *out)
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_addr);
 
-/* Does @ep await its peer's proof, holding an endpoint for it? */
+/*
+ * Does @ep hold an endpoint for a peer that has not proven the key?  From
+ * its creation until it leaves the domain's list, whatever its state: a
+ * failed or closing one still holds its QP and CQ entries until its
+ * teardown ends (which may wait 5 s for the CM).
+ */
 static bool kverbs_ep_unproven(struct kverbs_ep *ep)
 {
 	return test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags) &&
-	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags) &&
-	       !test_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags) &&
-	       READ_ONCE(ep->state) <= KVERBS_EP_CONNECTED;
+	       !test_bit(KVERBS_EP_F_AUTH_PASSED, &ep->flags);
+}
+
+/*
+ * One host as the caps see it: an IPv4 address, or an IPv6 /64 (a host
+ * picks any address of its prefix as a source).  @a: kverbs_auth_addr().
+ */
+static bool kverbs_auth_same_host(const u8 *a, const u8 *b)
+{
+	const struct in6_addr *x = (const void *)a;
+
+	if (ipv6_addr_v4mapped(x))
+		return !memcmp(a, b, sizeof(struct in6_addr));
+	return !memcmp(a, b, 8);
 }
 
 /**
- * kverbs_auth_admit - may one more unproven connection from @src wait?
+ * kverbs_auth_admit_locked - may one more unproven connection from @src wait?
  * @dom: keyed domain
  * @src: the requesting peer's address (its port is not compared)
  *
- * The caps of KVERBS_AUTH_PENDING_PER_ADDR; a refusal is counted
- * (debugfs auth_busy) and logged, rate-limited.  Accepted requests are
- * counted from the moment their endpoint exists, before their proof is
- * asked for.  Requests handled at once on other CPUs (ib_cm's workqueue
- * runs one work per CPU) may both take the last place: the caps can be
- * passed by at most the number of CPUs.
+ * At most half the domain's endpoints hold unproven connections, so that
+ * the node's own dialed endpoints and peers that proved the key keep
+ * room, and one host (address, or IPv6 /64) at most half of those, at
+ * most KVERBS_AUTH_PENDING_PER_ADDR.  A refusal is counted (debugfs
+ * auth_busy) and logged, rate-limited.  Called where the new endpoint is
+ * put on the domain's list, under the same lock, so the count is exact.
  *
- * Context: process (the listener's CM handler); takes dom->lock.
+ * Context: process (the listener's CM handler), under dom->lock.
  * Return: true if @src may have another endpoint awaiting its proof.
  */
-bool kverbs_auth_admit(struct kverbs_domain *dom, const struct sockaddr *src)
+bool kverbs_auth_admit_locked(struct kverbs_domain *dom,
+			      const struct sockaddr *src)
 {
 	u8 want[KVERBS_AUTH_ADDR_LEN], have[KVERBS_AUTH_ADDR_LEN];
-	unsigned int all = 0, same = 0;
+	unsigned int all = 0, same = 0, total, per_host;
 	struct kverbs_ep *ep;
-	bool ok;
 
+	lockdep_assert_held(&dom->lock);
+	total = max(1U, dom->max_eps / 2);
+	per_host = clamp(total / 2, 1U, (unsigned int)KVERBS_AUTH_PENDING_PER_ADDR);
 	kverbs_auth_addr(src, want);
-	mutex_lock(&dom->lock);
 	list_for_each_entry(ep, &dom->eps, dom_node) {
 		if (!kverbs_ep_unproven(ep))
 			continue;
 		all++;
 		kverbs_auth_addr((struct sockaddr *)&ep->peer_addr, have);
-		/* The address, without the port that follows it. */
-		if (!memcmp(want, have, sizeof(struct in6_addr)))
+		if (kverbs_auth_same_host(want, have))
 			same++;
 	}
-	mutex_unlock(&dom->lock);
-	ok = same < KVERBS_AUTH_PENDING_PER_ADDR &&
-	     all < max(KVERBS_AUTH_PENDING_PER_ADDR, dom->max_eps / 2);
-	if (!ok) {
-		atomic64_inc(&dom->auth_busy);
-		kverbs_dom_log(warn, dom,
-			       "refusing a connection from %pISc: %u from that address and %u in all await their proof\n",
-			       src, same, all);
-	}
-	return ok;
+	if (same < per_host && all < total)
+		return true;
+	atomic64_inc(&dom->auth_busy);
+	kverbs_dom_log(warn, dom,
+		       "refusing a connection from %pISc: %u from that host and %u in all await their proof (caps %u and %u)\n",
+		       src, same, all, per_host, total);
+	return false;
 }
 
 /**

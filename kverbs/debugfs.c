@@ -57,9 +57,11 @@ static int kverbs_endpoints_show(struct seq_file *m, void *v)
 		seq_printf(m, " auth key %d", dom->auth_serial);
 	else
 		seq_puts(m, " auth none");
-	seq_printf(m, " auth_failures %lld auth_busy %lld",
-		   atomic64_read(&dom->auth_failures),
-		   atomic64_read(&dom->auth_busy));
+	seq_printf(m, " auth_failures %lld",
+		   atomic64_read(&dom->auth_failures));
+	if (dom->auth_tfm)
+		seq_printf(m, " auth_busy %lld",
+			   atomic64_read(&dom->auth_busy));
 	kverbs_upper->show_domain(m, dom);
 	seq_putc(m, '\n');
 	list_for_each_entry(l, &dom->listeners, dom_node)

@@ -107,8 +107,14 @@ void kverbs_ep_put(struct kverbs_ep *ep)
 
 static void kverbs_ep_teardown_work(struct work_struct *work);
 
-/* Allocate an endpoint on @dom's list; the list holds the first reference. */
-struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
+/*
+ * Allocate an endpoint on @dom's list; the list holds the first reference.
+ * @src: for an accepted connection, the peer's address: set, with
+ * KVERBS_EP_F_ACCEPTED, before the endpoint is on the list, and in a
+ * keyed domain admitted by the caps on unproven connections (-EBUSY).
+ */
+static struct kverbs_ep *__kverbs_ep_alloc(struct kverbs_domain *dom,
+					   const struct sockaddr *src)
 {
 	struct kverbs_ep *ep;
 
@@ -127,17 +133,34 @@ struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
 	ep->state = KVERBS_EP_CONNECTING;
 	ep->dom = dom;
 
+	if (src) {
+		memcpy(&ep->peer_addr, src, rdma_addr_size(src));
+		set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
+	}
+
 	mutex_lock(&dom->lock);
-	if (dom->dying) {
+	if (dom->dying || (src && dom->auth_tfm &&
+			   !kverbs_auth_admit_locked(dom, src))) {
 		mutex_unlock(&dom->lock);
 		kfree(ep);
-		return ERR_PTR(-ESHUTDOWN);
+		return ERR_PTR(dom->dying ? -ESHUTDOWN : -EBUSY);
 	}
 	ep->id = ++dom->next_ep_id;
 	kverbs_domain_get(dom);
 	list_add_tail(&ep->dom_node, &dom->eps);
 	mutex_unlock(&dom->lock);
 	return ep;
+}
+
+struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom)
+{
+	return __kverbs_ep_alloc(dom, NULL);
+}
+
+struct kverbs_ep *kverbs_ep_alloc_accepted(struct kverbs_domain *dom,
+					   const struct sockaddr *src)
+{
+	return __kverbs_ep_alloc(dom, src);
 }
 
 /**

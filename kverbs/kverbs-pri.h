@@ -37,11 +37,10 @@
 /*
  * Accepted connections of a keyed domain still waiting for their peer's
  * proof hold an endpoint (its QP, rings and CQ entries) for up to
- * KVERBS_AUTH_TIMEOUT_MS and cost whoever opened them nothing.  At most
- * this many per peer address (a real peer has one or two in flight: a
- * handshake takes milliseconds), and at most half the domain's endpoints
- * in all, so that a host without the key cannot keep a domain full and
- * the node's own dialed endpoints keep room (kverbs_auth_admit()).
+ * KVERBS_AUTH_TIMEOUT_MS plus its teardown, and cost whoever opened them
+ * nothing.  Half the domain's endpoints at most, a quarter (at most this
+ * many) per host: a real peer has one in flight, for milliseconds
+ * (kverbs_auth_admit_locked()).
  */
 #define KVERBS_AUTH_PENDING_PER_ADDR	4
 
@@ -579,6 +578,8 @@ enum kverbs_cm_reason kverbs_cm_rej_parse(const void *data, unsigned int len);
 
 /* ep.c: life cycle, state, teardown */
 struct kverbs_ep *kverbs_ep_alloc(struct kverbs_domain *dom);
+struct kverbs_ep *kverbs_ep_alloc_accepted(struct kverbs_domain *dom,
+					   const struct sockaddr *src);
 bool kverbs_ep_change_state(struct kverbs_ep *ep, enum kverbs_ep_state to);
 const char *kverbs_ep_state_str(enum kverbs_ep_state s);
 void kverbs_ep_fail(struct kverbs_ep *ep, int err);
@@ -592,7 +593,8 @@ void kverbs_ep_notify(struct kverbs_ep *ep);
 struct crypto_shash;
 struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len);
 void kverbs_auth_addr(const struct sockaddr *sa, u8 *out);
-bool kverbs_auth_admit(struct kverbs_domain *dom, const struct sockaddr *src);
+bool kverbs_auth_admit_locked(struct kverbs_domain *dom,
+			      const struct sockaddr *src);
 int kverbs_auth_proof(struct crypto_shash *tfm, bool server,
 		      const struct kverbs_auth_input *in, u8 *proof);
 bool kverbs_auth_verify(struct crypto_shash *tfm, bool server,

@@ -91,13 +91,10 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 		reason = KVERBS_CM_EREFUSED;
 		goto reject;
 	}
-	if (dom->auth_tfm && !kverbs_auth_admit(dom, src)) {
-		reason = KVERBS_CM_EBUSY;
-		goto reject;
-	}
-	ep = kverbs_ep_alloc(dom);
+	ep = kverbs_ep_alloc_accepted(dom, src);
 	if (IS_ERR(ep)) {
-		reason = KVERBS_CM_ENOLISTEN;
+		reason = PTR_ERR(ep) == -EBUSY ? KVERBS_CM_EBUSY :
+		       KVERBS_CM_ENOLISTEN;
 		goto reject;
 	}
 	ep->cm_id = id;
@@ -106,8 +103,6 @@ static int kverbs_listener_request(struct kverbs_listener *l,
 	ep->peer_max_msg = max_msg;
 	ep->req_initiator_depth = ev->param.conn.initiator_depth;
 	ep->req_responder_resources = ev->param.conn.responder_resources;
-	memcpy(&ep->peer_addr, src, sizeof(ep->peer_addr));
-	set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
 	/* Every later event of @id is the endpoint's. */
 	id->context = ep;
 	id->event_handler = kverbs_cm_handler;

@@ -109,6 +109,10 @@ struct kverbs_domain_ops {
  *	in the creating task's keyrings; every connection of the domain, in
  *	both directions, then proves both sides hold it before ->connected
  *	(Documentation/security.rst), and a peer without it is refused.
+ *	Connections that have not proven it yet take at most half of
+ *	@max_eps, and one host a quarter (at most 4); beyond, a request
+ *	is refused with KVERBS_CM_EBUSY (the connecting side's
+ *	kverbs_ep_connect() returns -ECONNREFUSED; retry later).
  *	NULL: peers are not authenticated.
  */
 struct kverbs_domain_attr {
