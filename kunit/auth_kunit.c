@@ -286,6 +286,90 @@ static void kverbs_cm_auth_part(struct kunit *test)
 			   "authentication asked for by one side only");
 }
 
+/* An endpoint on @dom's list, accepted from @sa unless NULL (dialed). */
+static void admit_ep(struct kverbs_domain *dom, struct kverbs_ep *ep,
+		     const void *sa, size_t len)
+{
+	if (sa) {
+		memcpy(&ep->peer_addr, sa, len);
+		set_bit(KVERBS_EP_F_ACCEPTED, &ep->flags);
+	}
+	list_add_tail(&ep->dom_node, &dom->eps);
+}
+
+static bool admit(struct kverbs_domain *dom, const void *sa)
+{
+	bool ok;
+
+	mutex_lock(&dom->lock);
+	ok = kverbs_auth_admit_locked(dom, sa);
+	mutex_unlock(&dom->lock);
+	return ok;
+}
+
+/*
+ * The caps on connections awaiting their proof, for max_eps 8: 4 in all,
+ * 2 per host (an IPv4 address, an IPv6 /64).  Dialed endpoints and proven
+ * ones never count; failed ones do until they leave the list.
+ */
+static void kverbs_auth_admit_caps(struct kunit *test)
+{
+	struct kverbs_domain *dom = kunit_kzalloc(test, sizeof(*dom),
+						  GFP_KERNEL);
+	struct kverbs_ep *ep = kunit_kcalloc(test, 8, sizeof(*ep), GFP_KERNEL);
+	struct sockaddr_in h1 = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(0x0a4d0002) };
+	struct sockaddr_in h2 = h1, h3 = h1, h4 = h1;
+	struct sockaddr_in6 v6a = { .sin6_family = AF_INET6 }, v6b, v6c;
+
+	KUNIT_ASSERT_NOT_NULL(test, dom);
+	KUNIT_ASSERT_NOT_NULL(test, ep);
+	mutex_init(&dom->lock);
+	INIT_LIST_HEAD(&dom->eps);
+	dom->max_eps = 8;
+	h2.sin_addr.s_addr = htonl(0x0a4d0003);
+	h3.sin_addr.s_addr = htonl(0x0a4d0004);
+	h4.sin_addr.s_addr = htonl(0x0a4d0005);
+	h1.sin_port = htons(1000);
+
+	admit_ep(dom, &ep[0], NULL, 0);		/* dialed: never counts */
+	admit_ep(dom, &ep[1], &h1, sizeof(h1));
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h1));
+	admit_ep(dom, &ep[2], &h1, sizeof(h1));
+	/* Another port of the same host is the same host. */
+	h1.sin_port = htons(2000);
+	KUNIT_EXPECT_FALSE(test, admit(dom, &h1));
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h2));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->auth_busy), 1);
+	/* A failed one still holds its QP; a proven one no longer counts. */
+	set_bit(KVERBS_EP_F_AUTH_FAILED, &ep[2].flags);
+	KUNIT_EXPECT_FALSE(test, admit(dom, &h1));
+	set_bit(KVERBS_EP_F_AUTH_PASSED, &ep[2].flags);
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h1));
+
+	/* 4 in all: h1 (1), h2 (1), h3 (2) leave no room for h4. */
+	admit_ep(dom, &ep[3], &h2, sizeof(h2));
+	admit_ep(dom, &ep[4], &h3, sizeof(h3));
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h4));
+	admit_ep(dom, &ep[5], &h3, sizeof(h3));
+	KUNIT_EXPECT_FALSE(test, admit(dom, &h4));
+
+	/* IPv6: one /64 is one host, the next /64 another. */
+	list_del(&ep[5].dom_node);
+	list_del(&ep[4].dom_node);
+	ipv6_addr_set(&v6a.sin6_addr, htonl(0x20010db8), 0, 0, htonl(1));
+	v6b = v6a;
+	v6b.sin6_addr.s6_addr32[3] = htonl(2);
+	v6c = v6a;
+	v6c.sin6_addr.s6_addr32[1] = htonl(1);
+	admit_ep(dom, &ep[4], &v6a, sizeof(v6a));
+	admit_ep(dom, &ep[5], &v6b, sizeof(v6b));
+	KUNIT_EXPECT_FALSE(test, admit(dom, &v6c));	/* 4 in all */
+	list_del(&ep[3].dom_node);			/* 3 in all */
+	KUNIT_EXPECT_FALSE(test, admit(dom, &v6a));	/* its /64 has 2 */
+	KUNIT_EXPECT_TRUE(test, admit(dom, &v6c));
+}
+
 static struct kunit_case kverbs_auth_cases[] = {
 	KUNIT_CASE(kverbs_auth_known_answer),
 	KUNIT_CASE(kverbs_auth_bound),
@@ -293,6 +377,7 @@ static struct kunit_case kverbs_auth_cases[] = {
 	KUNIT_CASE(kverbs_auth_addr_mapped),
 	KUNIT_CASE(kverbs_auth_key_length),
 	KUNIT_CASE(kverbs_cm_auth_part),
+	KUNIT_CASE(kverbs_auth_admit_caps),
 	{}
 };
 

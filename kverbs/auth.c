@@ -163,6 +163,7 @@ bool kverbs_auth_admit_locked(struct kverbs_domain *dom,
 		       src, same, all, per_host, total);
 	return false;
 }
+EXPORT_SYMBOL_IF_KUNIT(kverbs_auth_admit_locked);
 
 /**
  * kverbs_auth_proof - one side's proof for a connection
