@@ -302,7 +302,7 @@ static bool admit(struct kverbs_domain *dom, const void *sa)
 	bool ok;
 
 	mutex_lock(&dom->lock);
-	ok = kverbs_auth_admit_locked(dom, sa);
+	ok = kverbs_admit_locked(dom, sa);
 	mutex_unlock(&dom->lock);
 	return ok;
 }
@@ -327,6 +327,8 @@ static void kverbs_auth_admit_caps(struct kunit *test)
 	mutex_init(&dom->lock);
 	INIT_LIST_HEAD(&dom->eps);
 	dom->max_eps = 8;
+	dom->max_accepted = 8;
+	dom->auth_tfm = ERR_PTR(-ENOKEY);	/* keyed; never used here */
 	h2.sin_addr.s_addr = htonl(0x0a4d0003);
 	h3.sin_addr.s_addr = htonl(0x0a4d0004);
 	h4.sin_addr.s_addr = htonl(0x0a4d0005);
@@ -370,6 +372,52 @@ static void kverbs_auth_admit_caps(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, admit(dom, &v6c));
 }
 
+/*
+ * The caps on accepted endpoints, keyed or not: max_accepted in all,
+ * max_per_host from one host; dialed endpoints never count, proven and
+ * failed ones do until they leave the list.
+ */
+static void kverbs_admit_host_caps(struct kunit *test)
+{
+	struct kverbs_domain *dom = kunit_kzalloc(test, sizeof(*dom),
+						  GFP_KERNEL);
+	struct kverbs_ep *ep = kunit_kcalloc(test, 6, sizeof(*ep), GFP_KERNEL);
+	struct sockaddr_in h1 = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(0x0a4d0002) };
+	struct sockaddr_in h2 = h1, h3 = h1;
+
+	KUNIT_ASSERT_NOT_NULL(test, dom);
+	KUNIT_ASSERT_NOT_NULL(test, ep);
+	mutex_init(&dom->lock);
+	INIT_LIST_HEAD(&dom->eps);
+	dom->max_eps = 8;
+	dom->max_accepted = 4;
+	dom->max_per_host = 2;
+	h2.sin_addr.s_addr = htonl(0x0a4d0003);
+	h3.sin_addr.s_addr = htonl(0x0a4d0004);
+
+	admit_ep(dom, &ep[0], NULL, 0);		/* dialed: never counts */
+	admit_ep(dom, &ep[1], &h1, sizeof(h1));
+	set_bit(KVERBS_EP_F_AUTH_PASSED, &ep[1].flags);
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h1));
+	admit_ep(dom, &ep[2], &h1, sizeof(h1));
+	h1.sin_port = htons(2000);
+	KUNIT_EXPECT_FALSE(test, admit(dom, &h1));	/* 2 from h1 */
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->accept_busy), 1);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->auth_busy), 0);
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h2));
+	admit_ep(dom, &ep[3], &h2, sizeof(h2));
+	admit_ep(dom, &ep[4], &h2, sizeof(h2));
+	KUNIT_EXPECT_FALSE(test, admit(dom, &h3));	/* 4 in all */
+	list_del(&ep[2].dom_node);			/* h1's second left */
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h3));
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h1));
+	/* No per-host cap: one host may take every accepted slot. */
+	dom->max_per_host = 0;
+	KUNIT_EXPECT_TRUE(test, admit(dom, &h2));
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->accept_busy), 2);
+}
+
 static struct kunit_case kverbs_auth_cases[] = {
 	KUNIT_CASE(kverbs_auth_known_answer),
 	KUNIT_CASE(kverbs_auth_bound),
@@ -378,6 +426,7 @@ static struct kunit_case kverbs_auth_cases[] = {
 	KUNIT_CASE(kverbs_auth_key_length),
 	KUNIT_CASE(kverbs_cm_auth_part),
 	KUNIT_CASE(kverbs_auth_admit_caps),
+	KUNIT_CASE(kverbs_admit_host_caps),
 	{}
 };
 

@@ -62,6 +62,9 @@ static int kverbs_endpoints_show(struct seq_file *m, void *v)
 	if (dom->auth_tfm)
 		seq_printf(m, " auth_busy %lld",
 			   atomic64_read(&dom->auth_busy));
+	seq_printf(m, " accepted_max %u per_host %u accept_busy %lld",
+		   dom->max_accepted, dom->max_per_host,
+		   atomic64_read(&dom->accept_busy));
 	kverbs_upper->show_domain(m, dom);
 	seq_putc(m, '\n');
 	list_for_each_entry(l, &dom->listeners, dom_node)

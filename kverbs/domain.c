@@ -82,7 +82,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	    attr->max_msg < KVERBS_CM_MIN_MSG ||
 	    attr->max_msg > KVERBS_CM_MAX_MSG || !attr->max_eps ||
 	    attr->write_pages > KVERBS_PAGES_MAX_SGE ||
-	    attr->read_pages > KVERBS_PAGES_MAX_SGE)
+	    attr->read_pages > KVERBS_PAGES_MAX_SGE ||
+	    attr->max_accepted > attr->max_eps)
 		return ERR_PTR(-EINVAL);
 
 	dom = kzalloc(sizeof(*dom), GFP_KERNEL);
@@ -114,6 +115,8 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 			 dom->budget.upper_recv, &dom->budget);
 	dom->cq_size = attr->max_eps * dom->budget.cqes;
 	dom->max_eps = attr->max_eps;
+	dom->max_accepted = attr->max_accepted ?: attr->max_eps;
+	dom->max_per_host = attr->max_per_host;
 	ret = kverbs_auth_init(dom, attr->auth_key);
 	if (ret) {
 		kverbs_auth_free(dom);

@@ -139,8 +139,7 @@ static struct kverbs_ep *__kverbs_ep_alloc(struct kverbs_domain *dom,
 	}
 
 	mutex_lock(&dom->lock);
-	if (dom->dying || (src && dom->auth_tfm &&
-			   !kverbs_auth_admit_locked(dom, src))) {
+	if (dom->dying || (src && !kverbs_admit_locked(dom, src))) {
 		mutex_unlock(&dom->lock);
 		kfree(ep);
 		return ERR_PTR(dom->dying ? -ESHUTDOWN : -EBUSY);
@@ -386,6 +385,28 @@ int kverbs_ep_close(struct kverbs_ep *ep)
 	return 0;
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_close, KVERBS_NS);
+
+/**
+ * kverbs_ep_disconnect - end a connection from this side
+ * @ep: endpoint, accepted or from kverbs_ep_connect()
+ *
+ * Starts the teardown a peer's disconnect would: operations in flight
+ * complete with errors, the peer sees the connection close, and
+ * ->disconnected follows with -ECONNABORTED (or the error that failed the
+ * endpoint first).  The way a client ends an accepted endpoint it no
+ * longer wants (a peer that stays idle, one it refuses after
+ * ->connected).  An accepted endpoint is then freed by the domain; one
+ * from kverbs_ep_connect() still needs kverbs_ep_close().
+ *
+ * Context: any, does not sleep; from ->connected and message callbacks
+ * too.  @ep must be valid: the caller is one of its callbacks, or its
+ * ->disconnected has not returned yet.
+ */
+void kverbs_ep_disconnect(struct kverbs_ep *ep)
+{
+	kverbs_ep_fail(ep, -ECONNABORTED);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_disconnect, KVERBS_NS);
 
 /**
  * kverbs_ep_max_send - largest message payload the peer accepts

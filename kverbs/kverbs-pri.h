@@ -40,7 +40,7 @@
  * KVERBS_AUTH_TIMEOUT_MS plus its teardown, and cost whoever opened them
  * nothing.  Half the domain's endpoints at most, a quarter (at most this
  * many) per host: a real peer has one in flight, for milliseconds
- * (kverbs_auth_admit_locked()).
+ * (kverbs_admit_locked()).
  */
 #define KVERBS_AUTH_PENDING_PER_ADDR	4
 
@@ -332,8 +332,11 @@ struct kverbs_domain {
 	struct crypto_shash *auth_tfm;
 	s32 auth_serial;
 	atomic64_t auth_failures;
-	atomic64_t auth_busy;		/* requests refused by the caps */
+	atomic64_t auth_busy;		/* refused: unproven peers' caps */
+	atomic64_t accept_busy;		/* refused: accepted endpoints' caps */
 	unsigned int max_eps;
+	unsigned int max_accepted;	/* admit.c; set once at creation */
+	unsigned int max_per_host;
 
 	/*
 	 * The task running the domain's deferred handlers (kvmsg's defer
@@ -589,12 +592,13 @@ void kverbs_ep_release_qp(struct kverbs_ep *ep);
 void kverbs_ep_connected(struct kverbs_ep *ep);
 void kverbs_ep_notify(struct kverbs_ep *ep);
 
+/* admit.c: caps on accepted endpoints */
+bool kverbs_admit_locked(struct kverbs_domain *dom, const struct sockaddr *src);
+
 /* auth.c: pre-shared key authentication */
 struct crypto_shash;
 struct crypto_shash *kverbs_auth_tfm_new(const u8 *secret, unsigned int len);
 void kverbs_auth_addr(const struct sockaddr *sa, u8 *out);
-bool kverbs_auth_admit_locked(struct kverbs_domain *dom,
-			      const struct sockaddr *src);
 int kverbs_auth_proof(struct crypto_shash *tfm, bool server,
 		      const struct kverbs_auth_input *in, u8 *proof);
 bool kverbs_auth_verify(struct crypto_shash *tfm, bool server,

@@ -20,12 +20,16 @@ from .common import HarnessError, build_dir
 from . import fcache_env, fcache_tree, initramfs, kbuild, rdma_res
 
 MODS = ("kverbs.ko", "kfcache_srv.ko", "kfcache.ko")
-BINS = ("tools/kfcache/kfcachectl",)
+BINS = ("tools/kfcache/kfcachectl", "tools/kvping/kvping", "/usr/bin/setpriv")
 CTL = "/kvlab/bin/kfcachectl"
 TREE = "/kvlab/fcache/tree"          # in the overlay: tmpfs in the guest
 # a reader's error after its server vanished: RC retries (~4 s) plus the
 # disconnect; generous for TCG
 FAIL_BOUND_S = 40
+EP_SRV = "/sys/kernel/debug/kverbs/kfcache_srv.*/endpoints"
+KFC_PORT = 18800      # KFC_DEFAULT_PORT
+PER_HOST = 8          # KFC_SRV_PER_HOST
+MOUNT_S = 10          # KFC_SRV_MOUNT_MS
 
 
 def _files(mods):
@@ -152,6 +156,7 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
             return
     rdma_res.owner_check(res, suite, srv, "kfcache_srv")
     rdma_res.owner_check(res, suite, cli, "kfcache")
+    _idle_peers(res, suite, srv, cli)
     _correctness(res, suite, srv, cli, "/mnt/tree", man, "tmpfs")
     _tmpfs_hole(res, suite, srv, cli)
     if disk:
@@ -287,6 +292,67 @@ def _readahead(res, suite, srv, cli, mnt):
               "or more per READ on average",
               r.rc == 0 and reads and pages >= 8 * reads,
               f"{reads} READs, {pages} pages\n{r.out}")
+
+
+def _idle_peers(res, suite, srv, cli):
+    """Issue 25, exhaustion: an unprivileged account of the client's host
+    (nobody, running kvping) opens connections that never mount.  The
+    server lets one host hold KFC_SRV_PER_HOST endpoints (its real mounts
+    included), refuses the next at once (KVERBS_CM_EBUSY, counted in
+    accept_busy), and closes the idle ones KFC_SRV_MOUNT_MS after they
+    connected (counted as unmounted); the mounts read meanwhile, and a
+    new mount works after."""
+    conn_re = rf"peer {re.escape(cli.ip)}:\d+ state connected"
+    out = srv.run(f"cat {EP_SRV}", timeout=30).out
+    mounts = len(re.findall(conn_re, out))
+    n = PER_HOST - mounts
+    kv = ("/kvlab/bin/setpriv --reuid 65534 --regid 65534 --clear-groups "
+          f"/kvlab/bin/kvping --server-addr {srv.ip} --port {KFC_PORT} "
+          "--node-id 7 --bad-msg idle")
+    st0, busy0 = _stats(srv), _accept_busy(srv)
+    srv.run("dmesg -c > /dev/null", timeout=30)
+    cli.run(f"rm -f /tmp/idle*.out; for i in $(seq {n}); do ({kv} "
+            f"--timeout-ms {MOUNT_S * 3 * 1000}; echo rc=$?) > /tmp/idle$i.out"
+            " 2>&1 & done", timeout=30)
+    r = srv.run(f"for i in $(seq 150); do [ $(grep -cE '{conn_re}' {EP_SRV}) "
+                f"-ge {PER_HOST} ] && break; sleep 0.1; done; cat {EP_SRV}",
+                timeout=60)
+    held = len(re.findall(conn_re, r.out))
+    r2 = cli.run(f"{kv} --timeout-ms 10000; echo rc=$?", timeout=60)
+    r3 = cli.run("ls /mnt/tree | wc -l", timeout=60)
+    log = srv.run("dmesg | tail -n 20", timeout=30).out
+    res.check(suite, f"exhaustion: nobody on the client's host holds "
+              f"{n} idle connections beside its {mounts} mounts "
+              f"({PER_HOST} per host); the next is refused at once "
+              "(kvping exit 3), counted in accept_busy, logged; the mounts "
+              "still read", mounts >= 1 and held == PER_HOST and
+              "rc=3" in r2.out and _accept_busy(srv) == busy0 + 1 and
+              f"it holds {PER_HOST}" in log and r3.rc == 0 and
+              int(r3.out.split()[0] if r3.out.split() else 0) > 0,
+              f"mounts {mounts} held {held}\n{r2.out}\n{r3.out}\n{log}")
+    r = cli.run(f"for i in $(seq {MOUNT_S * 8}); do [ $(cat /tmp/idle*.out | "
+                f"grep -c rc=) -ge {n} ] && break; sleep 0.5; done; "
+                "cat /tmp/idle*.out", timeout=120)
+    st = _stats(srv)
+    log = srv.run("dmesg | tail -n 20", timeout=30).out
+    res.check(suite, f"exhaustion: the server closes each connection that "
+              f"did not mount within {MOUNT_S} s (kvping exit 4), counted "
+              "as unmounted, logged", r.out.count("rc=4") == n and
+              st.get("unmounted", 0) == st0.get("unmounted", 0) + n and
+              "did not mount within" in log,
+              f"{r.out}\nunmounted {st0.get('unmounted')} -> "
+              f"{st.get('unmounted')}\n{log}")
+    r = cli.run(f"mkdir -p /mnt/i && mount -t kfcache {srv.ip}:/tree /mnt/i "
+                "&& ls /mnt/i | wc -l && umount /mnt/i; echo rc=$?",
+                timeout=60)
+    res.check(suite, "exhaustion: after the idle connections went, a new "
+              "mount from that host works", "rc=0" in r.out, r.out)
+
+
+def _accept_busy(node):
+    m = re.search(r"accept_busy (\d+)",
+                  node.run(f"cat {EP_SRV}", timeout=30).out)
+    return int(m.group(1)) if m else -1
 
 
 def _stats(node):

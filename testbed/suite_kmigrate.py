@@ -28,7 +28,8 @@ MODS = ("kverbs.ko", "kvmem.ko", "kmigrate.ko")
 BINS = ("tools/kmigrate/kmigrate", "tools/kmigrate/apps/kmigrate-sum",
         "tools/kmigrate/apps/kmigrate-fd",
         "tools/kmigrate/apps/kmigrate-thread",
-        "/usr/bin/setpriv")     # absolute: util-linux, to drop privileges
+        "/usr/bin/setpriv",     # absolute: util-linux, to drop privileges
+        "tools/kvping/kvping")
 CTL = "/kvlab/bin/kmigrate"
 SUM = "/kvlab/bin/kmigrate-sum"
 LOGS = "/tmp/kmigrate"
@@ -279,8 +280,30 @@ def _keyless(res, name, a, b):
               "kmigrate-sum: after" not in blog and
               "start " + SUM not in blog, f"source:\n{r.out}\n"
               f"destination:\n{blog}")
+    _idle_source(res, name, a, b)
     b.run_checked(f"{CTL} stop && {CTL} start --addr {b.ip} --port {PORT} "
                   f"--node 2 {KEYED}", timeout=120)
+
+
+def _idle_source(res, name, a, b):
+    """Issue 25, exhaustion: an unprivileged account of another host
+    (nobody, running kvping) connects to a destination and asks for no
+    migration.  The destination closes it KMIG_HELLO_MS after it
+    connected (kvping exit 4), counts it as expired (kmigrate status) and
+    logs it; no arena is made."""
+    s0 = _status(b)["stats"]
+    r = a.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+              f"--clear-groups /kvlab/bin/kvping --server-addr {b.ip} "
+              f"--port {PORT} --node-id 7 --bad-msg idle --timeout-ms 30000;"
+              " echo rc=$?", timeout=90)
+    st = _status(b)
+    blog = b.run("dmesg | tail -n 10", timeout=30).out
+    res.check(name, "a connection that asks for no migration is closed at "
+              "the destination's 10 s deadline (kvping exit 4), counted "
+              "as expired, logged; no arena", "rc=4" in r.out and
+              st["stats"].get("expired", 0) == s0.get("expired", 0) + 1 and
+              "asked for no migration" in blog and not st.get("arenas"),
+              f"{r.out}\n{st}\n{blog}")
 
 
 def _dest_failures(res, name, a, b):

@@ -99,6 +99,15 @@ struct kverbs_domain_ops {
  * @max_msg: largest message payload this side receives, in bytes
  *	(KVERBS_CM_MIN_MSG..KVERBS_CM_MAX_MSG)
  * @max_eps: endpoints the domain's CQ is sized for (at least 1)
+ * @max_accepted: of those, how many peers' connection requests may hold
+ *	at once (0: all of @max_eps; at most @max_eps).  The rest stays for
+ *	endpoints the node dials itself.  An accepted endpoint counts from
+ *	the request until it is freed, whatever its state.
+ * @max_per_host: accepted endpoints one host (an IPv4 address or an IPv6
+ *	/64) may hold at once; 0: no cap.  Beyond either cap a request is
+ *	refused with KVERBS_CM_EBUSY (the connecting side's
+ *	kverbs_ep_connect() returns -ECONNREFUSED; retry later), counted
+ *	(debugfs accept_busy) and logged.
  * @write_pages: pages one kverbs_rdma_write_pages() on its endpoints may
  *	carry (0..KVERBS_PAGES_MAX_SGE): a send WR takes that many SGEs, so
  *	a domain that never writes pages keeps its WRs small.  0: refused.
@@ -124,6 +133,8 @@ struct kverbs_domain_attr {
 	u16 depth;
 	u32 max_msg;
 	u16 max_eps;
+	u16 max_accepted;
+	u16 max_per_host;
 	u8 write_pages;
 	u8 read_pages;
 	const char *auth_key;
@@ -157,6 +168,7 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 				    const struct sockaddr *dst,
 				    unsigned int timeout_ms, void *priv);
 int kverbs_ep_close(struct kverbs_ep *ep);
+void kverbs_ep_disconnect(struct kverbs_ep *ep);
 
 u32 kverbs_ep_peer_node(const struct kverbs_ep *ep);
 void kverbs_ep_peer_addr(const struct kverbs_ep *ep,

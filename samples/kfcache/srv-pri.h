@@ -11,6 +11,7 @@
 #include <linux/hashtable.h>
 #include <linux/mutex.h>
 #include <linux/path.h>
+#include <linux/workqueue.h>
 #include <linux/xarray.h>
 
 #include <kverbs/kverbs.h>
@@ -24,6 +25,19 @@
  * gets -ENOSPC from lookups until it forgets some.
  */
 #define KFC_SRV_MAX_HANDLES	65536
+/*
+ * Connections the server takes (its CQ is sized for them), and how many
+ * one host may hold: a client host has one per mount, a busy one a
+ * handful; the rest stay for other hosts.
+ */
+#define KFC_SRV_MAX_EPS		32
+#define KFC_SRV_PER_HOST	8
+/*
+ * A connection must MOUNT within this long, or the server closes it: an
+ * endpoint is a slot of the budget above, and one that never mounts only
+ * holds it.  A client mounts at once after connecting.
+ */
+#define KFC_SRV_MOUNT_MS	10000
 /* Who clients are on the server: nobody, as NFS's all_squash */
 #define KFC_SRV_ANON_ID		65534
 
@@ -76,9 +90,14 @@ struct kfc_handle {
  * of their own: the handlers are their only users, then the disconnect.
  * @gen: the high half of every handle of this connection, so a handle of
  * another connection or server instance is refused (-ESTALE).
+ * @mounted: a MOUNT succeeded (set by its handler, read by @deadline).
+ * @deadline: closes the connection KFC_SRV_MOUNT_MS after it connected
+ * unless @mounted; cancelled before the connection's state is freed.
  */
 struct kfc_conn {
 	struct kverbs_ep *ep;
+	struct delayed_work deadline;
+	bool mounted;
 	u32 gen;
 	u32 nhandles;
 	struct xarray handles;

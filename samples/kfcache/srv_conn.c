@@ -140,21 +140,41 @@ void kfc_handle_forget(struct kfc_conn *c, struct kfc_handle *h, u64 n)
 	kfc_handle_free(c, h);
 }
 
+static void kfc_srv_deadline(struct work_struct *work)
+{
+	struct kfc_conn *c = container_of(to_delayed_work(work),
+					  struct kfc_conn, deadline);
+	struct sockaddr_storage peer;
+
+	if (READ_ONCE(c->mounted))
+		return;
+	kverbs_ep_peer_addr(c->ep, &peer);
+	pr_info_ratelimited("kfcache_srv: node %u from %pISc did not mount within %u ms: closing\n",
+			    kverbs_ep_peer_node(c->ep), &peer,
+			    KFC_SRV_MOUNT_MS);
+	kfc_srv_count(KFC_S_UNMOUNTED, 1);
+	kverbs_ep_disconnect(c->ep);
+}
+
 static void kfc_srv_connected(struct kverbs_ep *ep)
 {
 	struct kfc_conn *c = kzalloc(sizeof(*c), GFP_KERNEL);
 
-	/* Without state every request fails and closes the connection. */
-	if (!c)
+	/* Without state no request can be served: close at once. */
+	if (!c) {
+		kverbs_ep_disconnect(ep);
 		return;
+	}
 	if (kverbs_ep_max_send(ep) < KFC_MAX_MSG) {
 		pr_warn("kfcache_srv: node %u takes messages of %u bytes, not %u: refused\n",
 			kverbs_ep_peer_node(ep), kverbs_ep_max_send(ep),
 			KFC_MAX_MSG);
 		kfree(c);
+		kverbs_ep_disconnect(ep);
 		return;
 	}
 	c->ep = ep;
+	INIT_DELAYED_WORK(&c->deadline, kfc_srv_deadline);
 	c->gen = get_random_u32() | 1;
 	xa_init_flags(&c->handles, XA_FLAGS_ALLOC1);
 	hash_init(c->by_dentry);
@@ -162,6 +182,7 @@ static void kfc_srv_connected(struct kverbs_ep *ep)
 	kfc_srv_count(KFC_S_CLIENTS, 1);
 	pr_info("kfcache_srv: client node %u connected\n",
 		kverbs_ep_peer_node(ep));
+	schedule_delayed_work(&c->deadline, msecs_to_jiffies(KFC_SRV_MOUNT_MS));
 }
 
 static void kfc_srv_disconnected(struct kverbs_ep *ep, int err)
@@ -172,6 +193,8 @@ static void kfc_srv_disconnected(struct kverbs_ep *ep, int err)
 
 	if (!c)
 		return;
+	/* Its work uses @ep: it ends before @ep may be freed. */
+	cancel_delayed_work_sync(&c->deadline);
 	xa_for_each(&c->handles, id, h) {
 		xa_erase(&c->handles, id);
 		kfc_handle_free(c, h);

@@ -185,10 +185,12 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 		}
 	}
 	mutex_unlock(&kfc_srv.lock);
-	if (ret)
+	if (ret) {
 		kfc_srv_send_status(buf, &rq->hdr, ret);
-	else
-		kfc_srv_send_attr(c, buf, &rq->hdr, h);
+		return 0;
+	}
+	WRITE_ONCE(c->mounted, true);
+	kfc_srv_send_attr(c, buf, &rq->hdr, h);
 	return 0;
 }
 

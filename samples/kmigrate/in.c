@@ -145,7 +145,7 @@ static int kmig_in_refuse(struct kverbs_ep *ep, u32 status)
 
 /**
  * kmig_in_prepare - PREPARE on a new accepted endpoint
- * @ep: the endpoint, without priv
+ * @ep: the endpoint, its conn without an arena
  * @p: the message, header checked
  * @len: its length
  *
@@ -157,9 +157,9 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 		    u32 len)
 {
 	u32 npages, nkeys, path_len, args_len, fp_len;
+	struct kmig_conn *c = kverbs_ep_priv(ep);
 	struct kmig_exec *exec;
 	struct kmig_arena *a;
-	struct kmig_conn *c;
 	u64 va;
 
 	if (kmig_check_prepare(p, len))
@@ -183,9 +183,8 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 	fp_len = be16_to_cpu(p->fp_len);
 
 	exec = kzalloc(sizeof(*exec), GFP_KERNEL);
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
-	a = exec && c ? kmig_arena_new(npages, va, KVMEM_PROT_NONE) :
-			ERR_PTR(-ENOMEM);
+	a = exec ? kmig_arena_new(npages, va, KVMEM_PROT_NONE) :
+		   ERR_PTR(-ENOMEM);
 	if (IS_ERR(a))
 		goto refuse;
 	a->pstate = kvzalloc(npages, GFP_KERNEL);
@@ -209,11 +208,10 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 	a->flags = be32_to_cpu(p->flags);
 	a->state = KMIGRATE_ST_INCOMING;
 	atomic_set(&a->todo, npages);
-	c->a = a;		/* the arena's first reference */
 	a->conn = c;
 	a->tell_conn = c;
 	a->ep = ep;
-	kverbs_ep_set_priv(ep, c);
+	kmig_conn_arrived(c, a);	/* the arena's first reference */
 
 	mutex_lock(&kmig.lock);
 	a->id = ++kmig.next_id ?: ++kmig.next_id;
@@ -226,7 +224,6 @@ int kmig_in_prepare(struct kverbs_ep *ep, const struct kmig_prepare *p,
 refuse:
 	atomic_dec(&kmig.arriving);
 	kfree(exec);
-	kfree(c);
 	return kmig_in_refuse(ep, ENOMEM);
 }
 

@@ -66,6 +66,23 @@
  * whole at PREPARE, on an unauthenticated peer's word; more are refused.
  */
 #define KMIG_MAX_ARRIVING	8
+/*
+ * Accepted connections, in all and from one host: the rest of
+ * KMIG_MAX_EPS stays for this node's own migrations out, and one source
+ * host can move many processes at once.
+ */
+#define KMIG_MAX_ACCEPTED	48
+#define KMIG_PER_HOST		16
+/*
+ * A destination's deadlines, from ->connected: PREPARE within
+ * KMIG_HELLO_MS (a source sends it at once), and the process frozen and
+ * handed over (FROZEN) within KMIG_ARRIVE_MS of it: the source's own bound
+ * on starting the destination, at most KMIGRATE_TIMEOUT_MAX_MS, and as
+ * long again for its process to take KMIGRATE_SIGNAL and freeze.  Else
+ * the connection is closed and the arrival fails (its arena goes).
+ */
+#define KMIG_HELLO_MS		10000
+#define KMIG_ARRIVE_MS		(2 * KMIGRATE_TIMEOUT_MAX_MS)
 /* Default bound on connecting, starting and attaching the destination */
 #define KMIG_PREPARE_MS		30000
 /* Of which connecting, at most */
@@ -103,10 +120,16 @@ struct kmig_exec {
 /*
  * An endpoint's priv: its migration's arena (one reference while the
  * connection lives) and who made it.  A dialed one belongs to its source
- * until kverbs_ep_close(); an accepted one is freed with its endpoint.
+ * until kverbs_ep_close(); an accepted one is made at ->connected, gets
+ * its arena from PREPARE (@a NULL until then, written once by that
+ * handler) and is freed with its endpoint.  @deadline (accepted only)
+ * closes the connection at the destination's deadlines (KMIG_HELLO_MS,
+ * KMIG_ARRIVE_MS); ->disconnected cancels it before @ep goes.
  */
 struct kmig_conn {
 	struct kmig_arena *a;
+	struct kverbs_ep *ep;		/* accepted only */
+	struct delayed_work deadline;	/* accepted only */
 	bool dialed;
 	bool down;			/* disconnected; under @a->lock */
 };
@@ -253,6 +276,7 @@ extern const struct kvmsg_ops kmig_msg_ops;
 int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id,
 		    const char *key);
 int kmig_node_stop(void);
+void kmig_conn_arrived(struct kmig_conn *c, struct kmig_arena *a);
 
 /* out.c */
 long kmig_out_prepare(struct kmig_arena *a,

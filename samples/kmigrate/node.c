@@ -3,9 +3,9 @@
  * kmigrate node: one kverbs domain and listener while started; the
  * dispatch of every message to its migration, and of every disconnect.
  *
- * An accepted endpoint has no priv until its first message, PREPARE,
- * creates an arena and a struct kmig_conn for it.  A dialed endpoint is
- * created by the source with its conn as priv.  A message or disconnect of
+ * An accepted endpoint gets a struct kmig_conn at ->connected, and its
+ * first message, PREPARE, an arena.  A dialed endpoint is created by the
+ * source with its conn as priv.  A message or disconnect of
  * an endpoint that is no longer its arena's current one (@a->ep) belongs
  * to a finished migration and is ignored.
  */
@@ -29,7 +29,9 @@ static int kmig_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 		ret = type;
 		goto malformed;
 	}
-	if (!c) {
+	if (!c)		/* ->connected found no memory and closed it */
+		return -ENOMEM;
+	if (!c->dialed && !c->a) {
 		/* An accepted connection starts with PREPARE. */
 		if (type != KMIG_PREPARE) {
 			ret = -EPROTO;
@@ -69,8 +71,58 @@ const struct kvmsg_ops kmig_msg_ops = {
 	.send_done = kmig_send_done,
 };
 
+/*
+ * An accepted connection's deadlines: no PREPARE within KMIG_HELLO_MS (or
+ * only refused ones), or no FROZEN within KMIG_ARRIVE_MS of the PREPARE
+ * that made its arena.  A migration frozen in time is left alone.
+ */
+static void kmig_deadline(struct work_struct *work)
+{
+	struct kmig_conn *c = container_of(to_delayed_work(work),
+					   struct kmig_conn, deadline);
+	struct kmig_arena *a = READ_ONCE(c->a);
+	struct sockaddr_storage peer;
+
+	if (a && READ_ONCE(a->got_frozen))
+		return;
+	kverbs_ep_peer_addr(c->ep, &peer);
+	pr_info_ratelimited("kmigrate: node %u from %pISc %s in time: closing\n",
+			    kverbs_ep_peer_node(c->ep), &peer,
+			    a ? "did not hand its process over" :
+				"asked for no migration");
+	kmig_count(KMIGRATE_S_EXPIRED, 1);
+	kverbs_ep_disconnect(c->ep);
+}
+
+/**
+ * kmig_conn_arrived - an accepted connection got its arena
+ * @c: its conn, without an arena until now
+ * @a: the arena PREPARE made; @c takes its first reference
+ *
+ * Context: process (the PREPARE handler of @c's endpoint).
+ */
+void kmig_conn_arrived(struct kmig_conn *c, struct kmig_arena *a)
+{
+	WRITE_ONCE(c->a, a);
+	mod_delayed_work(system_wq, &c->deadline,
+			 msecs_to_jiffies(KMIG_ARRIVE_MS));
+}
+
 static void kmig_connected(struct kverbs_ep *ep)
 {
+	struct kmig_conn *c;
+
+	if (kverbs_ep_priv(ep))		/* dialed: the source's conn */
+		return;
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c) {
+		kverbs_ep_disconnect(ep);
+		return;
+	}
+	c->ep = ep;
+	INIT_DELAYED_WORK(&c->deadline, kmig_deadline);
+	kverbs_ep_set_priv(ep, c);
+	schedule_delayed_work(&c->deadline, msecs_to_jiffies(KMIG_HELLO_MS));
 }
 
 static void kmig_disconnected(struct kverbs_ep *ep, int err)
@@ -81,6 +133,15 @@ static void kmig_disconnected(struct kverbs_ep *ep, int err)
 
 	if (!c)
 		return;
+	if (!c->dialed) {
+		/* Its work uses @ep, which goes when this returns. */
+		cancel_delayed_work_sync(&c->deadline);
+		kverbs_ep_set_priv(ep, NULL);
+		if (!c->a) {
+			kfree(c);
+			return;
+		}
+	}
 	a = c->a;
 	spin_lock_bh(&a->lock);
 	c->down = true;
@@ -140,6 +201,8 @@ int kmig_node_start(const struct sockaddr_storage *addr, u32 node_id,
 		.depth = KMIG_DEPTH,
 		.max_msg = KMIG_MAX_MSG,
 		.max_eps = KMIG_MAX_EPS,
+		.max_accepted = KMIG_MAX_ACCEPTED,
+		.max_per_host = KMIG_PER_HOST,
 		.read_pages = KVERBS_PAGES_MAX_SGE,
 		.auth_key = key,
 	};

@@ -463,6 +463,8 @@ long kmig_out_prepare(struct kmig_arena *a,
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
+	if (arg.timeout_ms > KMIGRATE_TIMEOUT_MAX_MS)
+		return -EINVAL;
 	p = kmig_out_build(a, &arg, &len);
 	if (IS_ERR(p))
 		return PTR_ERR(p);

@@ -52,7 +52,7 @@ constexpr const char *usage_text =
 
 const char *const stat_names[KFC_S_MAX + 1] = {
     nullptr, "clients", "requests", "reads", "pages", "softirq", "deferred",
-    "malformed", "errors", "handles",
+    "malformed", "errors", "handles", "unmounted",
 };
 
 std::string addr_str(const std::uint8_t *p, std::size_t len)

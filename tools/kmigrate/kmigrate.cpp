@@ -184,6 +184,7 @@ const char *const state_names[] = {"local", "preparing", "frozen", "incoming",
 const char *const stat_names[KMIGRATE_S_MAX + 1] = {
     nullptr, "out", "out_done", "out_resumed", "in", "in_done", "in_lost",
     "fault_pages", "prefetch_pages", "reads", "malformed", "downtime_ns", "total_ns",
+    "in_refused", "expired",
 };
 
 struct arena_info {

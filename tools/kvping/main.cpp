@@ -88,7 +88,8 @@ void usage(std::FILE *out)
         "                      the peer to close the connection:\n"
         "                      type|flags|reserved|len|credits|seq|short; or offer\n"
         "                      authentication without the key and then send a ping\n"
-        "                      instead of the proof (noproof), or nothing (silent)\n"
+        "                      instead of the proof (noproof), or nothing (silent);\n"
+        "                      or connect validly and send nothing (idle)\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
         "  --withhold-ms T     a peer that keeps the server's credits: send pings while\n"
         "                      credits last, never re-post a receive or grant one, for\n"
@@ -201,7 +202,7 @@ Options parse_args(int argc, char **argv)
     if (o.server.empty())
         throw Error("--server-addr is required (see --help)");
     static_cast<void>(announcement(o));  // rejects an unknown --bad kind now
-    static constexpr std::string_view bad_msgs[] = {"", "noproof", "silent", "type", "flags", "reserved", "len",
+    static constexpr std::string_view bad_msgs[] = {"", "noproof", "silent", "idle", "type", "flags", "reserved", "len",
                                                     "credits", "seq", "short"};
     if (std::ranges::find(bad_msgs, o.bad_msg) == std::end(bad_msgs))
         throw Error("--bad-msg: unknown kind '" + o.bad_msg + "' (see --help)");
@@ -535,7 +536,7 @@ void Client::ping_pong()
     rtt.reserve(opt_.count);
 
     if (!opt_.bad_msg.empty()) {
-        if (opt_.bad_msg != "silent")
+        if (opt_.bad_msg != "silent" && opt_.bad_msg != "idle")
             send_ping(0);
         expect_close();
         throw PeerClosed{};

@@ -51,6 +51,7 @@ enum {
 	KFC_S_MALFORMED,	/* requests rejected, connection closed */
 	KFC_S_ERRORS,		/* requests answered with an error */
 	KFC_S_HANDLES,		/* open handles now */
+	KFC_S_UNMOUNTED,	/* connections closed for not mounting */
 	__KFC_S_MAX,
 };
 

@@ -49,6 +49,8 @@
  * Sent to a process that kmigrate(1) asks to move (MOVE), and when its
  * preparation ends (KMIGRATE_IOC_PREPARE).
  */
+/* kmigrate_prepare.timeout_ms at most; a destination waits no longer */
+#define KMIGRATE_TIMEOUT_MAX_MS	120000
 #define KMIGRATE_SIGNAL		23	/* SIGURG: ignored by default */
 
 /**
@@ -100,7 +102,7 @@ struct kmigrate_range {
  * @args_len: see @args
  * @fp_len: see @fp
  * @timeout_ms: bound on connecting, starting and attaching the
- *	destination's process; 0 for 30 s
+ *	destination's process; 0 for 30 s, at most KMIGRATE_TIMEOUT_MAX_MS
  *
  * Returns at once; the process goes on running while the kernel
  * registers the arena, connects, and the destination starts its process.
@@ -342,6 +344,7 @@ enum {
 	KMIGRATE_S_DOWNTIME_NS,	/* of the last migration out */
 	KMIGRATE_S_TOTAL_NS,	/* of the last migration out */
 	KMIGRATE_S_IN_REFUSED,	/* migrations the spawner refused (policy) */
+	KMIGRATE_S_EXPIRED,	/* connections closed at a destination deadline */
 	__KMIGRATE_S_MAX,
 };
 
