@@ -291,6 +291,20 @@ def claimed_id_check(res, suite, pair):
               f"refusing a connection from {n0.ip}" in r.out and
               "claiming node 2" in r.out and
               "connected to node 2" not in r.out, r.out)
+    # The claimant at node 2's own address: accepted, and then given
+    # nothing (no HELLO, no keys, no grant) until its HELLO matches.
+    # Before the acceptor waited for it, kvping got node 1's HELLO at once.
+    r = n1.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+               f"--clear-groups /kvlab/bin/kvping --server-addr {n0.ip} "
+               "--port 18600 --node-id 2 --bad-msg idle --timeout-ms 4000; "
+               "echo rc=$?", timeout=60)
+    log = n0.run("dmesg | grep -E 'node 2'", timeout=30).out
+    res.check(suite, "a connection claiming node 2 from node 2's own "
+              "address (nobody's kvping, silent) is accepted and given "
+              "nothing: no HELLO, no keys, no grant before its HELLO",
+              "neither answered nor closed" in r.out and "rc=1" in r.out
+              and "node 2 connected; awaiting its HELLO" in log,
+              r.out + "\n" + log)
     n1.run(f"({create_cmd(pair, n1, 64)} --join-ms 30000 --wait; echo rc=$?)"
            " > /tmp/create.out 2>&1 &", timeout=30)
     r = n1.run("for i in $(seq 300); do grep -q rc= /tmp/create.out && "

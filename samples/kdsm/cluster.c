@@ -7,9 +7,15 @@
  * On each connection both sides send HELLO (protocol version, geometry,
  * options) and the keys of their region for that peer; a mismatch is
  * refused on both sides with the reason logged, and the cluster fails
- * (KDSM_A_ERROR says why).  A node holding every peer's keys sends READY
- * to all; it is READY itself when every peer's READY arrived, so no
- * node can fault before every node can answer it with page data.
+ * (KDSM_A_ERROR says why).  The dialer speaks first: it chose the listed
+ * address it connected to.  The acceptor grants its region and sends its
+ * HELLO and keys only once the dialer's HELLO matched, so a connection
+ * that claims a member's id learns nothing (not even the geometry) and
+ * reaches nothing until it proved it knows the cluster; a key
+ * (kverbs_domain_attr.auth_key) is what proves who it is.  A node
+ * holding every peer's keys sends READY to all; it is READY itself when
+ * every peer's READY arrived, so no node can fault before every node can
+ * answer it with page data.
  *
  * Failure: a peer's endpoint going down (its guest died, it left, RC
  * retries ran out) fails the cluster at this node and, by ABORT, at
@@ -390,13 +396,49 @@ static int kdsm_authorize(struct kverbs_domain *dom, u32 node,
 	return 0;
 }
 
+/*
+ * Grant @p, on @ep, our region (and lock words), and have greet_work send
+ * our HELLO and keys.  A dialer does it at ->connected, an acceptor once
+ * the dialer's HELLO matched.  Context: process, from a callback of @ep.
+ */
+static void kdsm_grant_peer(struct kdsm_cluster *kd, struct kdsm_peer *p,
+			    struct kverbs_ep *ep)
+{
+	struct kverbs_grant *g, *lg;
+
+	/* the peer reads our pages only with the fetch-by-read option */
+	g = kverbs_region_grant(kd->kr, ep, KVERBS_ACCESS_REMOTE_WRITE |
+				((kd->options & KDSM_OPT_FETCH_READ) ?
+				 KVERBS_ACCESS_REMOTE_READ : 0));
+	if (IS_ERR(g)) {
+		/* a dying endpoint's error is ->disconnected()'s to judge */
+		if (PTR_ERR(g) == -ENOMEM || PTR_ERR(g) == -EINVAL ||
+		    PTR_ERR(g) == -ENODEV)
+			kdsm_fail(kd, "node %u: granting node %u our region: %pe",
+				  kd->geo.self, p->node, g);
+		return;
+	}
+	lg = kdsm_qlock_grant(kd, ep);	/* NULL: no queue locks here */
+	spin_lock_bh(&kd->lock);
+	if (p->ep == ep) {
+		p->grant = g;
+		p->lock_grant = lg;
+	} else {		/* replaced already */
+		if (!p->stale)
+			p->stale = g;
+		if (!p->lock_stale)
+			p->lock_stale = lg;
+	}
+	spin_unlock_bh(&kd->lock);
+	queue_work(kdsm_wq, &kd->greet_work);
+}
+
 static void kdsm_connected(struct kverbs_ep *ep)
 {
 	struct kdsm_cluster *kd = kverbs_domain_priv(kverbs_ep_domain(ep));
 	struct kdsm_peer *p = kverbs_ep_priv(ep);
 	u32 node = kverbs_ep_peer_node(ep);
 	u8 code = KDSM_REFUSE_NODE;
-	struct kverbs_grant *g, *lg;
 	bool replaced;
 	char why[64];
 
@@ -447,31 +489,12 @@ static void kdsm_connected(struct kverbs_ep *ep)
 		p->conn++;
 		spin_unlock_bh(&kd->lock);
 	}
-	/* the peer reads our pages only with the fetch-by-read option */
-	g = kverbs_region_grant(kd->kr, ep, KVERBS_ACCESS_REMOTE_WRITE |
-				((kd->options & KDSM_OPT_FETCH_READ) ?
-				 KVERBS_ACCESS_REMOTE_READ : 0));
-	if (IS_ERR(g)) {
-		/* a dying endpoint's error is ->disconnected()'s to judge */
-		if (PTR_ERR(g) == -ENOMEM || PTR_ERR(g) == -EINVAL ||
-		    PTR_ERR(g) == -ENODEV)
-			kdsm_fail(kd, "node %u: granting node %u our region: %pe",
-				  kd->geo.self, p->node, g);
+	if (p->node > kd->geo.self) {	/* accepted: its HELLO first */
+		pr_info("node %u: node %u connected; awaiting its HELLO\n",
+			kd->geo.self, p->node);
 		return;
 	}
-	lg = kdsm_qlock_grant(kd, ep);	/* NULL: no queue locks here */
-	spin_lock_bh(&kd->lock);
-	if (p->ep == ep) {
-		p->grant = g;
-		p->lock_grant = lg;
-	} else {		/* replaced already */
-		if (!p->stale)
-			p->stale = g;
-		if (!p->lock_stale)
-			p->lock_stale = lg;
-	}
-	spin_unlock_bh(&kd->lock);
-	queue_work(kdsm_wq, &kd->greet_work);
+	kdsm_grant_peer(kd, p, ep);
 	pr_info("node %u connected to node %u\n", kd->geo.self, p->node);
 	return;
 
@@ -606,6 +629,9 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 
 	if (p->hello || memchr_inv(h->reserved, 0, sizeof(h->reserved)))
 		return -EPROTO;
+	/* An acceptor grants on a match: in process context. */
+	if (p->node > kd->geo.self && ctx != KVMSG_CTX_PROCESS)
+		return -EAGAIN;
 	if (h->version != KDSM_PROTO_VERSION) {
 		code = KDSM_REFUSE_VERSION;
 		snprintf(why, sizeof(why), "it runs version %u, this node %u",
@@ -656,6 +682,8 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	p->nkeys_want = nkeys + h->lock_keys;
 	p->hello = true;
 	spin_unlock_bh(&kd->lock);
+	if (p->node > kd->geo.self)
+		kdsm_grant_peer(kd, p, ep);
 	return 0;
 }
 
