@@ -12,6 +12,7 @@
 """
 import argparse
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -237,11 +238,20 @@ def cmd_demo(args):
         n0, n1 = c.nodes
         print(f"\n== {n0.name} ({n0.ip}) and {n1.name} ({n1.ip}), Debian "
               f"kernel {k.abi}, Soft-RoCE rxe0 on each ==")
+        # Members prove a shared key, kdsmctl's default (kverbs:kdsm).
+        secret = secrets.token_hex(16)
         for n in c.nodes:
             n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
-                                      for m in suite_kdsm.MODS))
-        print(f"$ {suite_kdsm.create_cmd(c.nodes, n0)} --wait    # on each node")
-        outs = suite_kdsm.form(c.nodes)
+                                      for m in suite_kdsm.MODS) +
+                          f" && keyctl add logon {suite_kdsm.KDSM_KEY} "
+                          f"{secret} @u > /dev/null")
+        print(f"$ keyctl add logon {suite_kdsm.KDSM_KEY} <secret> @u    "
+              "# the same secret on each node")
+        create = suite_kdsm.create_cmd(c.nodes, n0,
+                                       key=suite_kdsm.KDSM_KEY)
+        print(f"$ {create.replace('/kvlab/bin/', '')} --wait    "
+              "# on each node")
+        outs = suite_kdsm.form(c.nodes, key=suite_kdsm.KDSM_KEY)
         for n, o in outs:
             print(f"  {n.name}: {o.strip().splitlines()[0]}")
         cmd = f"/kvlab/bin/kdsm-sor --size {args.size} --iters {args.iters}"

@@ -46,20 +46,24 @@ def overlay_for(kernel, workdir):
     return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
 
 
-def create_cmd(nodes, n, pages=PAGES, extra=""):
+def create_cmd(nodes, n, pages=PAGES, extra="", key=None):
     """kdsmctl create for guest @n in a cluster of @nodes (ids 1..N in
-    list order)."""
+    list order); members prove @key (a logon key's description), or,
+    without one, are not authenticated (--insecure, the tests' and
+    benchmarks' default; keyed_check() tests the tool's own default)."""
     peers = " ".join(f"--peer {i}={m.ip}" for i, m in enumerate(nodes, 1))
+    auth = f"--key {key}" if key else "--insecure"
     return (f"/kvlab/bin/kdsmctl create --node {nodes.index(n) + 1} "
-            f"--pages {pages} --block {peers} {extra}")
+            f"--pages {pages} --block {peers} {auth} {extra}")
 
 
-def form(nodes, pages=PAGES, extra=""):
+def form(nodes, pages=PAGES, extra="", key=None):
     """Create the cluster on every node; wait until each is ready.
-    @extra: more create options, for all nodes or as {node: options}."""
+    @extra: more create options, for all nodes or as {node: options};
+    @key: as create_cmd()'s."""
     for n in nodes:
         e = extra.get(n, "") if isinstance(extra, dict) else extra
-        n.run(f"({create_cmd(nodes, n, pages, e)} --wait; echo rc=$?) "
+        n.run(f"({create_cmd(nodes, n, pages, e, key)} --wait; echo rc=$?) "
               "> /tmp/create.out 2>&1 &", timeout=30)
     outs = []
     for n in nodes:
@@ -241,14 +245,14 @@ def unload(res, suite, nodes):
 def refusal_checks(res, suite, nodes):
     """Bad arguments, and nodes that disagree, are refused with why."""
     n0, n1 = nodes[:2]
-    peers = f"--peer 1={n0.ip} --peer 2={n1.ip}"
+    peers = f"--peer 1={n0.ip} --peer 2={n1.ip} --insecure"
     for args, text in [
             (f"--node 1 --pages 100000 {peers}", "max_pages"),
-            (f"--node 1 --pages 64 --peer 1={n0.ip} --peer 1={n1.ip}",
-             "listed twice"),
+            (f"--node 1 --pages 64 --insecure --peer 1={n0.ip} "
+             f"--peer 1={n1.ip}", "listed twice"),
             (f"--node 3 --pages 64 {peers}", "not in the peer list"),
-            (f"--node 1 --pages 64 --peer 1={n0.ip} --peer 3={n1.ip}",
-             "ids 1..N"),
+            (f"--node 1 --pages 64 --insecure --peer 1={n0.ip} "
+             f"--peer 3={n1.ip}", "ids 1..N"),
             (f"--node 1 --pages 64 {peers} --defer-to normal --defer-to fifo",
              "one deferral target")]:
         r = n0.run(f"{CTL} create {args}; echo rc=$?; {CTL} status",
@@ -334,17 +338,26 @@ def keyed_check(res, suite, pair):
     host) is refused before any endpoint; a create naming a key the
     caller lacks is refused with why."""
     n0, n1 = pair
-    for n in pair:
-        n.run_checked(f"keyctl add logon {KDSM_KEY} {KDSM_SECRET} @u",
-                      timeout=30)
-    r = n0.run(f"{create_cmd(pair, n0, 64)} --key kverbs:absent; "
+    r = n0.run(f"{create_cmd(pair, n0, 64, key='kverbs:absent')}; "
                f"echo rc=$?; {CTL} status", timeout=30)
     res.check(suite, "create refuses a key the caller does not hold, saying "
               "so", "rc=1" in r.out and "no usable logon key" in r.out and
               "state none" in r.out, r.out)
+    # The tool's default: authenticated, with kverbs:kdsm.
+    plain = create_cmd(pair, n0, 64).replace(" --insecure", "")
+    r = n0.run(f"{plain}; echo rc=$?; {CTL} status; {plain} --insecure "
+               f"--key {KDSM_KEY}; echo rc=$?", timeout=30)
+    res.check(suite, "create without --key or --insecure wants the default "
+              "key kverbs:kdsm and says how to add it or opt out; --key "
+              "with --insecure is a usage error",
+              "rc=1" in r.out and "kverbs:kdsm" in r.out and "--insecure"
+              in r.out and "state none" in r.out and "rc=2" in r.out and
+              "exclude each other" in r.out, r.out)
+    for n in pair:
+        n.run_checked(f"keyctl add logon {KDSM_KEY} {KDSM_SECRET} @u",
+                      timeout=30)
     n0.run("dmesg -c > /dev/null", timeout=30)
-    n0.run(f"{create_cmd(pair, n0, 64)} --join-ms 30000 --key {KDSM_KEY}",
-           timeout=30)
+    n0.run(f"{plain} --join-ms 30000", timeout=30)
     r = n1.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
                f"--clear-groups /kvlab/bin/kvping --server-addr {n0.ip} "
                "--port 18600 --node-id 2 --count 1 --timeout-ms 8000; "
@@ -355,7 +368,7 @@ def keyed_check(res, suite, pair):
               "(KVERBS_CM_EAUTH)", "rc=3" in r.out and "KVERBS_CM_EAUTH" in
               r.out and "connected to node 2" not in log,
               r.out + "\n" + log[-1500:])
-    n1.run(f"({create_cmd(pair, n1, 64)} --join-ms 30000 --key {KDSM_KEY} "
+    n1.run(f"({create_cmd(pair, n1, 64, key=KDSM_KEY)} --join-ms 30000 "
            "--wait; echo rc=$?) > /tmp/create.out 2>&1 &", timeout=30)
     r = n1.run("for i in $(seq 300); do grep -q rc= /tmp/create.out && "
                "break; sleep 0.2; done; cat /tmp/create.out", timeout=120)

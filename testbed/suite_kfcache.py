@@ -132,7 +132,7 @@ def _debug_mods():
 
 
 def _start_server(srv, disk):
-    srv.run_checked(f"{CTL} start {srv.ip} && {CTL} export tree {TREE}" +
+    srv.run_checked(f"{CTL} start {srv.ip} --insecure && {CTL} export tree {TREE}" +
                     (f" && {CTL} export disk /export" if disk else ""),
                     timeout=60)
 
@@ -150,7 +150,8 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
     exports = [("tree", "/mnt/tree")] + ([("disk", "/mnt/disk")]
                                          if disk else [])
     for exp, mnt in exports:
-        r = cli.run(f"mkdir -p {mnt} && mount -t kfcache {srv.ip}:/{exp} "
+        r = cli.run(f"mkdir -p {mnt} && mount -t kfcache -o insecure "
+                    f"{srv.ip}:/{exp} "
                     f"{mnt}", timeout=60)
         if not res.check(suite, f"mount -t kfcache {exp}", r.rc == 0, r.out):
             return
@@ -193,25 +194,42 @@ def _refusals(res, suite, srv, cli):
               r.out.count("rc=1") == 3 and "not an existing directory" in
               r.out and "one non-empty path component" in r.out and
               "not running" in r.out, r.out)
-    r = cli.run(f"mkdir -p /mnt/x; mount -t kfcache {srv.ip}:/tree /mnt/x; "
-                "echo rc=$?; mount -t kfcache nohost:/tree /mnt/x; "
-                "echo rc=$?; mount -t kfcache 10.99.0.1 /mnt/x; echo rc=$?; "
+    r = cli.run(f"mkdir -p /mnt/x; mount -t kfcache -o insecure {srv.ip}:/tree"
+                " /mnt/x; echo rc=$?; mount -t kfcache -o insecure "
+                "nohost:/tree /mnt/x; echo rc=$?; mount -t kfcache -o "
+                "insecure 10.99.0.1 /mnt/x; echo rc=$?; "
                 "dmesg | grep -i kfcache | tail -5", timeout=120)
     res.check(suite, "mount: no server listening, a bad address and a "
               "source without :/ fail cleanly",
               r.out.count("rc=0") == 0 and r.out.count("rc=") == 3, r.out)
 
 
-KFC_KEY = "kverbs:kfc"
+KFC_KEY = "kverbs:kfcache"      # the tools' and mount's default
 KFC_SECRET = "kvlab-kfcache-export-secret-0123"
 KEYED_PORT = 18701
 
 
 def _keyed(res, suite, srv, cli):
-    """A server started with a key (kfcachectl start --key): a client
-    mounting with the key (-o key=) reads; one without it is refused with
-    the reason and counted by the server; a key the caller lacks is
-    refused at start."""
+    """Authentication is the default: without the default key in the
+    keyrings, kfcachectl start and a mount are refused, saying how to add
+    it or opt out (--insecure, -o insecure).  With it, a server started
+    without options and a mount without options authenticate each other
+    and read; a mount with -o key= names it; a client without the key is
+    refused with the reason and counted by the server; a key the caller
+    lacks is refused at start."""
+    r = srv.run(f"{CTL} start {srv.ip} --port {KEYED_PORT}; echo rc=$?; "
+                f"{CTL} start {srv.ip} --insecure --key {KFC_KEY}; echo rc=$?",
+                timeout=60)
+    m = cli.run(f"mkdir -p /mnt/k && mount -t kfcache -o port={KEYED_PORT} "
+                f"{srv.ip}:/tree /mnt/k; echo rc=$?; dmesg | tail -n 3",
+                timeout=60)
+    res.check(suite, "without the default key kverbs:kfcache, kfcachectl "
+              "start and mount are refused, saying how to add it or opt "
+              "out; --key with --insecure is a usage error",
+              "rc=1" in r.out and KFC_KEY in r.out and "--insecure" in r.out
+              and "rc=2" in r.out and "exclude each other" in r.out and
+              "rc=0" not in m.out and KFC_KEY in m.out and "insecure" in
+              m.out, r.out + m.out)
     for n in (srv, cli):
         n.run_checked(f"keyctl add logon {KFC_KEY} {KFC_SECRET} @u",
                       timeout=30)
@@ -220,16 +238,18 @@ def _keyed(res, suite, srv, cli):
     res.check(suite, "kfcachectl start refuses a key the caller does not "
               "hold, saying so", "rc=1" in r.out and
               "no usable logon key" in r.out, r.out)
-    srv.run_checked(f"{CTL} start {srv.ip} --port {KEYED_PORT} --key "
-                    f"{KFC_KEY} && {CTL} export tree {TREE}", timeout=60)
-    r = cli.run(f"mkdir -p /mnt/k && mount -t kfcache -o port={KEYED_PORT},"
-                f"key={KFC_KEY} {srv.ip}:/tree /mnt/k && ls /mnt/k | wc -l "
-                "&& grep ' /mnt/k ' /proc/mounts; echo rc=$?; umount /mnt/k",
-                timeout=120)
-    res.check(suite, "a keyed server: a client mounting with the key reads "
-              "the export", "rc=0" in r.out and f"key={KFC_KEY}" in r.out,
-              r.out)
+    srv.run_checked(f"{CTL} start {srv.ip} --port {KEYED_PORT} && "
+                    f"{CTL} export tree {TREE}", timeout=60)
     r = cli.run(f"mount -t kfcache -o port={KEYED_PORT} {srv.ip}:/tree "
+                "/mnt/k && ls /mnt/k | wc -l && grep ' /mnt/k ' /proc/mounts;"
+                f" echo rc=$?; umount /mnt/k; mount -t kfcache -o port="
+                f"{KEYED_PORT},key={KFC_KEY} {srv.ip}:/tree /mnt/k && ls "
+                "/mnt/k | wc -l; echo rc=$?; umount /mnt/k", timeout=120)
+    res.check(suite, "a server and a mount without options authenticate "
+              "each other with the default key and read the export; "
+              "-o key= names it", r.out.count("rc=0") == 2 and
+              f"key={KFC_KEY}" in r.out, r.out)
+    r = cli.run(f"mount -t kfcache -o port={KEYED_PORT},insecure {srv.ip}:/tree "
                 "/mnt/k; echo rc=$?; dmesg | tail -n 5", timeout=120)
     r0 = srv.run("cat /sys/kernel/debug/kverbs/kfcache_srv.*/endpoints",
                  timeout=30)
@@ -342,7 +362,8 @@ def _idle_peers(res, suite, srv, cli):
               "did not mount within" in log,
               f"{r.out}\nunmounted {st0.get('unmounted')} -> "
               f"{st.get('unmounted')}\n{log}")
-    r = cli.run(f"mkdir -p /mnt/i && mount -t kfcache {srv.ip}:/tree /mnt/i "
+    r = cli.run(f"mkdir -p /mnt/i && mount -t kfcache -o insecure "
+                f"{srv.ip}:/tree /mnt/i "
                 "&& ls /mnt/i | wc -l && umount /mnt/i; echo rc=$?",
                 timeout=60)
     res.check(suite, "exhaustion: after the idle connections went, a new "
@@ -497,17 +518,17 @@ def _unload_mid_read(res, suite, srv, cli, mnts, disk):
     res.check(suite, "the dead mounts unmount", u.out.count("umount=0") ==
               len(mnts), u.out)
     r = srv.run(f"insmod /kvlab/modules/kfcache_srv.ko && "
-                f"{CTL} start {srv.ip} && {CTL} export tree {TREE}" +
+                f"{CTL} start {srv.ip} --insecure && {CTL} export tree {TREE}" +
                 (f" && {CTL} export disk /export" if disk else ""),
                 timeout=60)
-    m = cli.run(f"mount -t kfcache {srv.ip}:/tree /mnt/tree && "
+    m = cli.run(f"mount -t kfcache -o insecure {srv.ip}:/tree /mnt/tree && "
                 "md5sum /mnt/tree/sizes/odd", timeout=60)
     res.check(suite, "the server comes back; a new mount reads", r.rc == 0
               and m.rc == 0, f"{r.out}\n{m.out}")
 
 
 def _kill_mid_read(res, suite, c, srv, cli):
-    r = cli.run("umount /mnt/tree; mount -t kfcache -o timeout=10000 "
+    r = cli.run("umount /mnt/tree; mount -t kfcache -o timeout=10000,insecure "
                 f"{srv.ip}:/tree /mnt/tree", timeout=60)
     if not res.check(suite, "remount with -o timeout=10000", r.rc == 0,
                      r.out):

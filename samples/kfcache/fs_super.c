@@ -58,12 +58,13 @@ struct kfc_fs_params {
 	unsigned int inflight;
 	bool server_setid;
 	bool server_devices;
+	bool insecure;
 	char key[KFC_KEY_DESC_MAX + 1];
 };
 
 enum {
 	KFC_OPT_PORT, KFC_OPT_TIMEOUT, KFC_OPT_INFLIGHT, KFC_OPT_SETID,
-	KFC_OPT_DEVICES, KFC_OPT_KEY,
+	KFC_OPT_DEVICES, KFC_OPT_KEY, KFC_OPT_INSECURE,
 };
 
 /*
@@ -72,6 +73,10 @@ enum {
  * dropped and device nodes do not open (SB_I_NODEV), as nosuid,nodev do
  * for NFS and FUSE.  "server_setid" and "server_devices" keep them, for a
  * server the operator trusts.
+ *
+ * Client and server authenticate each other by default, with the logon
+ * key KFC_DEFAULT_KEY of the mounting task's keyrings; "key=" names
+ * another, "insecure" mounts without (from a server started --insecure).
  */
 static const struct fs_parameter_spec kfc_fs_params_spec[] = {
 	fsparam_u32("port", KFC_OPT_PORT),
@@ -80,6 +85,7 @@ static const struct fs_parameter_spec kfc_fs_params_spec[] = {
 	fsparam_flag("server_setid", KFC_OPT_SETID),
 	fsparam_flag("server_devices", KFC_OPT_DEVICES),
 	fsparam_string("key", KFC_OPT_KEY),
+	fsparam_flag("insecure", KFC_OPT_INSECURE),
 	{}
 };
 
@@ -129,7 +135,12 @@ static int kfc_parse_param(struct fs_context *fc, struct fs_parameter *param)
 			return invalfc(fc, "key must be 1..%d characters",
 				       KFC_KEY_DESC_MAX);
 		break;
+	case KFC_OPT_INSECURE:
+		p->insecure = true;
+		break;
 	}
+	if (p->insecure && *p->key)
+		return invalfc(fc, "key and insecure exclude each other");
 	return 0;
 }
 
@@ -208,6 +219,8 @@ static int kfc_show_options(struct seq_file *m, struct dentry *root)
 		seq_puts(m, ",server_devices");
 	if (*s->key)
 		seq_show_option(m, "key", s->key);
+	else
+		seq_puts(m, ",insecure");
 	return 0;
 }
 
@@ -285,7 +298,9 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 	s->addr = p->addr;
 	((struct sockaddr_in *)&s->addr)->sin_port = htons(p->port);
 	strscpy(s->export, p->export, sizeof(s->export));
-	strscpy(s->key, p->key, sizeof(s->key));
+	if (!p->insecure)
+		strscpy(s->key, *p->key ? p->key : KFC_DEFAULT_KEY,
+			sizeof(s->key));
 	s->timeout_ms = p->timeout_ms;
 	s->inflight_max = p->inflight;
 	s->server_setid = p->server_setid;
@@ -331,7 +346,8 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 			errorfc(fc, "the server has no export named %s",
 				s->export);
 		else if (*s->key && kverbs_key_error(ret) && !s->dom)
-			errorfc(fc, "no usable logon key %s in the mounting task's keyrings",
+			errorfc(fc,
+				"no usable logon key %s in the mounting task's keyrings (-o key= names another, -o insecure mounts without)",
 				s->key);
 		else if (ret == -EACCES)
 			errorfc(fc, "%s",

@@ -5,7 +5,7 @@
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
 //                  [--defer-to highpri|normal|fifo] [--mode K|T|S] [--weak]
-//                  [--key kverbs:NAME] [--wait]
+//                  [--key kverbs:NAME | --insecure] [--wait]
 //   kdsmctl status [--stats]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -24,9 +24,12 @@ constexpr const char *usage_text =
     "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
     "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
     "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
-    "                      [--key kverbs:NAME] [--wait]\n"
+    "                      [--key kverbs:NAME | --insecure] [--wait]\n"
     "  --key: a logon key in your keyrings, the same secret on every node\n"
-    "         (keyctl add logon kverbs:NAME SECRET @u): members prove it\n"
+    "         (keyctl add logon kverbs:NAME SECRET @u): members prove it;\n"
+    "         default " KDSM_DEFAULT_KEY "\n"
+    "  --insecure: no authentication: any host that can use a member's\n"
+    "         listed address may join\n"
     "       kdsmctl status [--stats]\n"
     "       kdsmctl delete\n"
     "       kdsmctl --help | --version\n"
@@ -45,7 +48,7 @@ unsigned long number(const char *opt, const char *s, unsigned long hi)
 int create(int argc, char **argv)
 {
     kdsm::config c;
-    bool wait = false;
+    bool wait = false, insecure = false;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
         auto next = [&]() -> const char * {
@@ -97,14 +100,24 @@ int create(int argc, char **argv)
             c.key = next();
             if (c.key.empty() || c.key.size() > KDSM_KEY_DESC_MAX)
                 usage("--key: 1 to " + std::to_string(KDSM_KEY_DESC_MAX) + " characters");
+        } else if (a == "--insecure") {
+            insecure = true;
         } else if (a == "--wait") {
             wait = true;
         } else {
             usage();
         }
     }
+    const std::string given = c.key;
+    c.key = kvcli::key_choice("kdsmctl", usage_text, c.key, insecure, KDSM_DEFAULT_KEY);
     kdsm::control ctl;
-    ctl.create(c);
+    try {
+        ctl.create(c);
+    } catch (const kdsm::error &e) {
+        std::fprintf(stderr, "kdsmctl: %s\n", e.what());
+        kvcli::key_hint("kdsmctl", given, KDSM_DEFAULT_KEY, e.what());
+        return kvcli::exit_failure;
+    }
     if (wait) {
         const kdsm::status s = ctl.wait_ready(static_cast<int>(c.join_ms) + 5000);
         std::printf("node %u of %u: ready, %u pages\n", s.node, s.nnodes, s.npages);

@@ -3,14 +3,15 @@
 // kfcachectl: the operator's tool for the kfcache server (generic netlink
 // family "kfcache_srv").  Changes need CAP_NET_ADMIN.
 //
-//   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME]
+//   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]
 //   kfcachectl export NAME PATH
 //   kfcachectl unexport NAME
 //   kfcachectl status [--stats]
 //   kfcachectl stop
 //
 // Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
-// (with --key, every client proves the key: -o key=kverbs:NAME)
+// (every client proves the server's key: kverbs:kfcache unless -o key=
+// names another; a server started --insecure takes mounts -o insecure)
 #include <kvcli/kvcli.hpp>
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kfcache.h>
@@ -28,14 +29,15 @@
 namespace {
 
 constexpr const char *usage_text =
-    "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME]\n"
+    "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]\n"
     "       kfcachectl export NAME PATH\n"
     "       kfcachectl unexport NAME\n"
     "       kfcachectl status [--stats]\n"
     "       kfcachectl stop\n"
     "       kfcachectl --help | --version\n"
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u)\n"
-    "         that every client proves (mount -o key=...)\n"
+    "         that every client proves (mount -o key=...); default " KFC_DEFAULT_KEY "\n"
+    "  --insecure: no authentication: any host may mount (mount -o insecure)\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -89,6 +91,9 @@ public:
         if (err)
             fail(err, what, sock_.last_ack());
     }
+    // The request's error, 0 or errno, with ack() its extended ack.
+    int try_run(kvgenl::message &m) { return sock_.request(m.finish(), nullptr); }
+    std::string ack() const { return sock_.last_ack(); }
 
 private:
     kvgenl::socket sock_;
@@ -140,8 +145,14 @@ try {
             usage();
         unsigned long port = KFC_DEFAULT_PORT;
         std::string key;
+        bool insecure = false;
         for (int i = 3; i < argc; i += 2) {
             const std::string opt = argv[i];
+            if (opt == "--insecure") {
+                insecure = true;
+                --i;
+                continue;
+            }
             if (i + 1 >= argc)
                 usage(opt + " needs a value");
             if (opt == "--port")
@@ -155,12 +166,20 @@ try {
         const auto sa = kvgenl::sockaddr_bytes(argv[2], static_cast<std::uint16_t>(port));
         if (sa.empty())
             fail(EINVAL, "start", std::string("not an IP address: ") + argv[2]);
+        const std::string use = kvcli::key_choice("kfcachectl", usage_text, key, insecure,
+                                                  KFC_DEFAULT_KEY);
         ctl c;
         auto m = c.msg(KFC_CMD_START);
         m.put(KFC_A_ADDR, sa.data(), sa.size());
-        if (!key.empty())
-            m.put_str(KFC_A_KEY, key);
-        c.run(m, "start");
+        if (!use.empty())
+            m.put_str(KFC_A_KEY, use);
+        if (const int err = c.try_run(m)) {
+            const std::string ack = c.ack();
+            std::fprintf(stderr, "kfcachectl: start: %s%s%s\n", std::strerror(err),
+                         ack.empty() ? "" : ": ", ack.c_str());
+            kvcli::key_hint("kfcachectl", key, KFC_DEFAULT_KEY, ack);
+            return kvcli::exit_failure;
+        }
     } else if (cmd == "stop" && argc == 2) {
         ctl c;
         auto m = c.msg(KFC_CMD_STOP);

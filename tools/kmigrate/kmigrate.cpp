@@ -52,7 +52,8 @@ namespace {
 using kmigrate::detail::format_sockaddr;
 
 constexpr const char *usage_text =
-    "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N] [--key kverbs:NAME]\n"
+    "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
+    "                      [--key kverbs:NAME | --insecure]\n"
     "       kmigrate stop\n"
     "       kmigrate status [--json]\n"
     "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
@@ -60,7 +61,10 @@ constexpr const char *usage_text =
     "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n"
     "       kmigrate --help | --version\n"
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u),\n"
-    "         the same secret on every node: peers prove it both ways\n"
+    "         the same secret on every node: peers prove it both ways;\n"
+    "         default " KMIGRATE_DEFAULT_KEY "\n"
+    "  --insecure: no authentication: the policy's addresses are all that\n"
+    "         stands between any host and serve's programs\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -94,6 +98,9 @@ public:
         return kvgenl::message(family_, cmd, KMIGRATE_GENL_VERSION);
     }
     // @cap: what an EPERM without the kernel's message means
+    // The request's error, 0 or errno, with ack() its extended ack.
+    int try_run(kvgenl::message &m) { return sock_.request(m.finish(), nullptr); }
+    std::string ack() const { return sock_.last_ack(); }
     void run(kvgenl::message &m, const char *what, std::vector<std::uint8_t> *reply = nullptr,
              const char *cap = "needs CAP_SYS_ADMIN")
     {
@@ -114,8 +121,13 @@ int start(int argc, char **argv)
     std::string addr = "0.0.0.0";
     unsigned long port = KMIGRATE_DEFAULT_PORT, node = 0;
     std::string key;
+    bool insecure = false;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
+        if (a == "--insecure") {
+            insecure = true;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         if (a == "--addr")
@@ -141,9 +153,17 @@ int start(int argc, char **argv)
     m.put(KMIGRATE_A_ADDR, sa.data(), sa.size());
     if (node)
         m.put<std::uint32_t>(KMIGRATE_A_NODE, static_cast<std::uint32_t>(node));
-    if (!key.empty())
-        m.put_str(KMIGRATE_A_KEY, key);
-    c.run(m, "start");
+    const std::string use = kvcli::key_choice("kmigrate", usage_text, key, insecure,
+                                              KMIGRATE_DEFAULT_KEY);
+    if (!use.empty())
+        m.put_str(KMIGRATE_A_KEY, use);
+    if (const int err = c.try_run(m)) {
+        const std::string ack = c.ack().empty() && err == EPERM ? "needs CAP_SYS_ADMIN" : c.ack();
+        std::fprintf(stderr, "kmigrate: start: %s%s%s\n", std::strerror(err),
+                     ack.empty() ? "" : ": ", ack.c_str());
+        kvcli::key_hint("kmigrate", key, KMIGRATE_DEFAULT_KEY, ack);
+        return kvcli::exit_failure;
+    }
     return 0;
 }
 

@@ -97,6 +97,8 @@ enum kdsm_attr {
 
 /* Longest KDSM_A_KEY, the key's description, NUL excluded */
 #define KDSM_KEY_DESC_MAX	255
+/* The key description the tools use unless told --key or --insecure */
+#define KDSM_DEFAULT_KEY	"kverbs:kdsm"
 
 #define KDSM_A_MAX	(__KDSM_A_MAX - 1)
 

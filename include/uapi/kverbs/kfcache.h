@@ -13,6 +13,8 @@
 #define KFC_DEFAULT_PORT	18800
 #define KFC_NAME_MAX		32	/* an export's name, with its NUL */
 #define KFC_KEY_DESC_MAX	255	/* a key's description, NUL excluded */
+/* The key description the tools use unless told --key or --insecure */
+#define KFC_DEFAULT_KEY		"kverbs:kfcache"
 
 enum {
 	KFC_CMD_UNSPEC,

@@ -293,6 +293,8 @@ enum {
 
 /* Longest KMIGRATE_A_KEY, the key's description, NUL excluded */
 #define KMIGRATE_KEY_DESC_MAX	255
+/* The key description the tools use unless told --key or --insecure */
+#define KMIGRATE_DEFAULT_KEY	"kverbs:kmigrate"
 
 #define KMIGRATE_A_MAX (__KMIGRATE_A_MAX - 1)
 

@@ -68,4 +68,29 @@ inline unsigned long number(const char *tool, const char *usage, const char *opt
     return v;
 }
 
+// Peers are authenticated by default: a tool that starts a listener uses
+// its sample's default key description unless told --key DESC, or told
+// --insecure to run without one.  @key and @insecure are what was given;
+// returns the description to send (empty: none).
+inline std::string key_choice(const char *tool, const char *usage, const std::string &key,
+                              bool insecure, const char *default_key)
+{
+    if (insecure && !key.empty())
+        usage_error(tool, usage, "--key and --insecure exclude each other");
+    return insecure ? std::string() : key.empty() ? std::string(default_key) : key;
+}
+
+// After a failure that names the key: say how to provide the default one.
+inline void key_hint(const char *tool, const std::string &given, const char *default_key,
+                     const std::string &what)
+{
+    if (!given.empty() || what.find("logon key") == std::string::npos)
+        return;
+    std::fprintf(stderr,
+                 "%s: peers are authenticated by default with the logon key %s: add it on\n"
+                 "every node (keyctl add logon %s SECRET @u, 16 to 64 bytes), name another\n"
+                 "with --key, or run without authentication with --insecure\n",
+                 tool, default_key, default_key);
+}
+
 } // namespace kvcli
