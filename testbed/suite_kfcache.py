@@ -158,6 +158,7 @@ def kfcache_checks(res, suite, c, man, disk=True, kill=True):
     rdma_res.owner_check(res, suite, srv, "kfcache_srv")
     rdma_res.owner_check(res, suite, cli, "kfcache")
     _idle_peers(res, suite, srv, cli)
+    _export_clients(res, suite, srv, cli)
     _correctness(res, suite, srv, cli, "/mnt/tree", man, "tmpfs")
     _tmpfs_hole(res, suite, srv, cli)
     if disk:
@@ -368,6 +369,37 @@ def _idle_peers(res, suite, srv, cli):
                 timeout=60)
     res.check(suite, "exhaustion: after the idle connections went, a new "
               "mount from that host works", "rc=0" in r.out, r.out)
+
+
+def _export_clients(res, suite, srv, cli):
+    """Issue 25, authorisation: an export names the hosts that may mount
+    it (kfcachectl export --client, like /etc/exports).  A host outside
+    the list is refused with EACCES, saying so on both sides and counted
+    as refused; one inside mounts; the list shows in the status; a bad
+    prefix is a usage error."""
+    st0 = _stats(srv)
+    r = srv.run(f"{CTL} export only {TREE} --client 10.99.0.0/16 --client "
+                f"fd00::/8 && {CTL} export mine {TREE} --client {cli.ip}/32"
+                f" && {CTL} status; {CTL} export bad {TREE} --client "
+                "10.0.0.1/33; echo rc=$?; dmesg -c > /dev/null", timeout=60)
+    m = cli.run(f"mkdir -p /mnt/o && mount -t kfcache -o insecure "
+                f"{srv.ip}:/only /mnt/o; echo rc=$?; dmesg | tail -n 3; "
+                f"mount -t kfcache -o insecure {srv.ip}:/mine /mnt/o && ls "
+                "/mnt/o | wc -l && umount /mnt/o; echo rc=$?", timeout=120)
+    log = srv.run("dmesg | tail -n 5", timeout=30).out
+    st = _stats(srv)
+    res.check(suite, "an export's client list: a host outside it is "
+              "refused (EACCES, logged on both sides, counted), one inside "
+              "mounts; the status lists it; a bad prefix is a usage error",
+              "clients 10.99.0.0/16,fd00::/8" in r.out and "rc=2" in r.out
+              and m.out.count("rc=0") == 1 and
+              "does not let this host mount only" in m.out and
+              "may not mount only" in log and
+              # busybox mount retries read-only after EACCES: one or two
+              st.get("refused", 0) - st0.get("refused", 0) in (1, 2),
+              f"{r.out}\n{m.out}\n{log}\nrefused {st0.get('refused')} -> "
+              f"{st.get('refused')}")
+    srv.run(f"{CTL} unexport only; {CTL} unexport mine", timeout=60)
 
 
 def _accept_busy(node):

@@ -349,6 +349,9 @@ static int kfc_fill_super(struct super_block *sb, struct fs_context *fc)
 			errorfc(fc,
 				"no usable logon key %s in the mounting task's keyrings (-o key= names another, -o insecure mounts without)",
 				s->key);
+		else if (ret == -EACCES && s->ep)	/* MOUNT's answer */
+			errorfc(fc, "the server does not let this host mount %s",
+				s->export);
 		else if (ret == -EACCES)
 			errorfc(fc, "%s",
 				"authentication with the server failed (another key, or none on one side)");

@@ -41,10 +41,13 @@
 /* Who clients are on the server: nobody, as NFS's all_squash */
 #define KFC_SRV_ANON_ID		65534
 
+/* @clients: who may mount it, @nclients of them; none: every client. */
 struct kfc_export {
 	struct list_head node;
 	char name[KFC_NAME_MAX];
 	struct path root;
+	u8 nclients;
+	struct kfc_client clients[KFC_CLIENTS_MAX];
 };
 
 /*
@@ -111,6 +114,10 @@ int kfc_handle_make(struct kfc_conn *c, const struct path *path,
 		    struct kfc_handle **out);
 void kfc_handle_forget(struct kfc_conn *c, struct kfc_handle *h, u64 n);
 u64 kfc_handle_wire(const struct kfc_conn *c, const struct kfc_handle *h);
+
+/* srv_main.c */
+bool kfc_export_allows(const struct kfc_export *e,
+		       const struct sockaddr_storage *peer);
 
 /* srv_ops.c */
 extern const struct kvmsg_ops kfc_srv_msg_ops;

@@ -15,6 +15,7 @@
 #include <linux/namei.h>
 #include <linux/slab.h>
 #include <net/genetlink.h>
+#include <net/ipv6.h>
 
 #include "srv-pri.h"
 
@@ -28,6 +29,9 @@ static const struct nla_policy kfc_policy[KFC_A_MAX + 1] = {
 	[KFC_A_NAME] = { .type = NLA_NUL_STRING, .len = KFC_NAME_MAX - 1 },
 	[KFC_A_PATH] = { .type = NLA_NUL_STRING, .len = PATH_MAX - 1 },
 	[KFC_A_KEY] = { .type = NLA_NUL_STRING, .len = KFC_KEY_DESC_MAX },
+	[KFC_A_CLIENTS] = NLA_POLICY_RANGE(NLA_BINARY, sizeof(struct kfc_client),
+					   KFC_CLIENTS_MAX *
+					   sizeof(struct kfc_client)),
 	/* replies only */
 	[KFC_A_RUNNING] = { .type = NLA_REJECT },
 	[KFC_A_EXPORT] = { .type = NLA_REJECT },
@@ -167,6 +171,84 @@ static struct kfc_export *kfc_export_find(const char *name)
 	return NULL;
 }
 
+/* One prefix of an export's client list: valid? */
+static bool kfc_client_valid(const struct kfc_client *c)
+{
+	if (c->reserved)
+		return false;
+	if (c->family == AF_INET)
+		return c->prefix_len <= 32 && !memchr_inv(c->addr + 4, 0, 12);
+	return c->family == AF_INET6 && c->prefix_len <= 128;
+}
+
+/* Does @c take @a (16 bytes; IPv4 in the first 4) of @family? */
+static bool kfc_client_match(const struct kfc_client *c, u8 family,
+			     const u8 *a)
+{
+	unsigned int bytes = c->prefix_len / 8, bits = c->prefix_len % 8;
+
+	if (c->family != family || memcmp(c->addr, a, bytes))
+		return false;
+	return !bits || !((c->addr[bytes] ^ a[bytes]) & (0xff << (8 - bits)));
+}
+
+/**
+ * kfc_export_allows - may a client at @peer mount @e?
+ * @e: export
+ * @peer: the client's address as the RDMA CM saw it
+ *
+ * Context: any; @e is stable (kfc_srv.lock, or its MOUNT's reference).
+ * Return: true if @e lists no clients or one of its prefixes holds @peer.
+ */
+bool kfc_export_allows(const struct kfc_export *e,
+		       const struct sockaddr_storage *peer)
+{
+	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)peer;
+	const struct sockaddr_in *s4 = (const struct sockaddr_in *)peer;
+	u8 a[16] = {}, family = peer->ss_family;
+	unsigned int i;
+
+	if (!e->nclients)
+		return true;
+	if (family == AF_INET) {
+		memcpy(a, &s4->sin_addr, 4);
+	} else if (family == AF_INET6 && ipv6_addr_v4mapped(&s6->sin6_addr)) {
+		family = AF_INET;
+		memcpy(a, &s6->sin6_addr.s6_addr32[3], 4);
+	} else if (family == AF_INET6) {
+		memcpy(a, &s6->sin6_addr, 16);
+	} else {
+		return false;
+	}
+	for (i = 0; i < e->nclients; i++)
+		if (kfc_client_match(&e->clients[i], family, a))
+			return true;
+	return false;
+}
+
+/* The export's client list from @a, checked; 0 or -EINVAL. */
+static int kfc_export_clients(struct kfc_export *e, const struct nlattr *a,
+			      struct netlink_ext_ack *extack)
+{
+	unsigned int i, n = nla_len(a) / sizeof(struct kfc_client);
+
+	if (nla_len(a) % sizeof(struct kfc_client)) {
+		NL_SET_ERR_MSG_ATTR(extack, a,
+				    "not a whole number of struct kfc_client");
+		return -EINVAL;
+	}
+	memcpy(e->clients, nla_data(a), n * sizeof(struct kfc_client));
+	for (i = 0; i < n; i++) {
+		if (!kfc_client_valid(&e->clients[i])) {
+			NL_SET_ERR_MSG_ATTR(extack, a,
+					    "each client: a family of AF_INET or AF_INET6, a prefix length within its address, reserved bytes 0");
+			return -EINVAL;
+		}
+	}
+	e->nclients = n;
+	return 0;
+}
+
 static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr **at = info->attrs;
@@ -193,6 +275,13 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 	if (!e)
 		return -ENOMEM;
 	strscpy(e->name, name, sizeof(e->name));
+	if (at[KFC_A_CLIENTS]) {
+		ret = kfc_export_clients(e, at[KFC_A_CLIENTS], info->extack);
+		if (ret) {
+			kfree(e);
+			return ret;
+		}
+	}
 	ret = kern_path(nla_data(at[KFC_A_PATH]), LOOKUP_FOLLOW |
 			LOOKUP_DIRECTORY, &e->root);
 	if (ret) {
@@ -268,7 +357,11 @@ static int kfc_nl_fill(struct sk_buff *msg)
 
 		nest = nla_nest_start(msg, KFC_A_EXPORT);
 		if (!nest || nla_put_string(msg, KFC_A_NAME, e->name) ||
-		    nla_put_string(msg, KFC_A_PATH, IS_ERR(p) ? "?" : p)) {
+		    nla_put_string(msg, KFC_A_PATH, IS_ERR(p) ? "?" : p) ||
+		    (e->nclients &&
+		     nla_put(msg, KFC_A_CLIENTS,
+			     e->nclients * sizeof(struct kfc_client),
+			     e->clients))) {
 			kfree(buf);
 			return -EMSGSIZE;
 		}

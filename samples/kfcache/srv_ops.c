@@ -160,6 +160,7 @@ static int kfc_srv_attr_reply(struct kfc_conn *c, const struct kfc_hdr *rq,
 static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 			 u32 len)
 {
+	struct sockaddr_storage peer;
 	struct kfc_handle *h = NULL;
 	struct kvmsg_buf *buf;
 	struct kfc_export *e;
@@ -177,12 +178,20 @@ static int kfc_srv_mount(struct kfc_conn *c, const struct kfc_name_req *rq,
 	if (!buf)
 		return ret;
 	ret = -ENOENT;
+	kverbs_ep_peer_addr(c->ep, &peer);
 	mutex_lock(&kfc_srv.lock);
 	list_for_each_entry(e, &kfc_srv.exports, node) {
-		if (strlen(e->name) == n && !memcmp(e->name, name, n)) {
+		if (strlen(e->name) != n || memcmp(e->name, name, n))
+			continue;
+		if (kfc_export_allows(e, &peer)) {
 			ret = kfc_handle_make(c, &e->root, &h);
 			break;
 		}
+		ret = -EACCES;
+		kfc_srv_count(KFC_S_REFUSED, 1);
+		pr_info_ratelimited("kfcache_srv: %pISc may not mount %s: not in its clients\n",
+				    &peer, e->name);
+		break;
 	}
 	mutex_unlock(&kfc_srv.lock);
 	if (ret) {

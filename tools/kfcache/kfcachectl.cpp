@@ -4,7 +4,7 @@
 // family "kfcache_srv").  Changes need CAP_NET_ADMIN.
 //
 //   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]
-//   kfcachectl export NAME PATH
+//   kfcachectl export NAME PATH [--client ADDR[/LEN]]...
 //   kfcachectl unexport NAME
 //   kfcachectl status [--stats]
 //   kfcachectl stop
@@ -25,12 +25,13 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace {
 
 constexpr const char *usage_text =
     "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]\n"
-    "       kfcachectl export NAME PATH\n"
+    "       kfcachectl export NAME PATH [--client ADDR[/LEN]]...\n"
     "       kfcachectl unexport NAME\n"
     "       kfcachectl status [--stats]\n"
     "       kfcachectl stop\n"
@@ -38,6 +39,8 @@ constexpr const char *usage_text =
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u)\n"
     "         that every client proves (mount -o key=...); default " KFC_DEFAULT_KEY "\n"
     "  --insecure: no authentication: any host may mount (mount -o insecure)\n"
+    "  --client: only hosts of this address prefix may mount the export (up to 16;\n"
+    "         none: every client that proves the server's key)\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -54,8 +57,38 @@ constexpr const char *usage_text =
 
 const char *const stat_names[KFC_S_MAX + 1] = {
     nullptr, "clients", "requests", "reads", "pages", "softirq", "deferred",
-    "malformed", "errors", "handles", "unmounted",
+    "malformed", "errors", "handles", "unmounted", "refused",
 };
+
+// ADDR[/LEN] as an export's client prefix, or a usage error.
+kfc_client parse_client(const std::string &s)
+{
+    kfc_client c{};
+    const auto slash = s.find('/');
+    const std::string host = s.substr(0, slash);
+    unsigned long max = 0;
+    if (inet_pton(AF_INET, host.c_str(), c.addr) == 1) {
+        c.family = AF_INET;
+        max = 32;
+    } else if (inet_pton(AF_INET6, host.c_str(), c.addr) == 1) {
+        c.family = AF_INET6;
+        max = 128;
+    } else {
+        usage("--client: '" + s + "' is not ADDR[/LEN] with an IPv4 or IPv6 address");
+    }
+    c.prefix_len = static_cast<std::uint8_t>(
+        slash == std::string::npos
+            ? max
+            : kvcli::number("kfcachectl", usage_text, "--client LEN", s.substr(slash + 1).c_str(), 0, max));
+    return c;
+}
+
+std::string client_str(const kfc_client &c)
+{
+    char buf[INET6_ADDRSTRLEN] = "?";
+    inet_ntop(c.family, c.addr, buf, sizeof(buf));
+    return std::string(buf) + "/" + std::to_string(c.prefix_len);
+}
 
 std::string addr_str(const std::uint8_t *p, std::size_t len)
 {
@@ -117,8 +150,19 @@ int status(bool stats)
         if (type != KFC_A_EXPORT)
             continue;
         const auto e = kvgenl::parse(v.first, v.second);
-        std::printf("export %s %s\n", kvgenl::attr_str(e, KFC_A_NAME).c_str(),
+        std::printf("export %s %s", kvgenl::attr_str(e, KFC_A_NAME).c_str(),
                     kvgenl::attr_str(e, KFC_A_PATH).c_str());
+        if (auto it = e.find(KFC_A_CLIENTS); it != e.end()) {
+            const char *sep = " clients ";
+            for (std::size_t off = 0; off + sizeof(kfc_client) <= it->second.second;
+                 off += sizeof(kfc_client)) {
+                kfc_client cl;
+                std::memcpy(&cl, it->second.first + off, sizeof(cl));
+                std::printf("%s%s", sep, client_str(cl).c_str());
+                sep = ",";
+            }
+        }
+        std::printf("\n");
     }
     if (stats)
         if (auto it = a.find(KFC_A_STATS); it != a.end())
@@ -184,11 +228,21 @@ try {
         ctl c;
         auto m = c.msg(KFC_CMD_STOP);
         c.run(m, "stop");
-    } else if (cmd == "export" && argc == 4) {
+    } else if (cmd == "export" && argc >= 4) {
+        std::vector<kfc_client> clients;
+        for (int i = 4; i < argc; i += 2) {
+            if (std::string(argv[i]) != "--client" || i + 1 >= argc)
+                usage(std::string("export: unknown option or missing value: ") + argv[i]);
+            if (clients.size() == KFC_CLIENTS_MAX)
+                usage("--client: at most " + std::to_string(KFC_CLIENTS_MAX) + " per export");
+            clients.push_back(parse_client(argv[i + 1]));
+        }
         ctl c;
         auto m = c.msg(KFC_CMD_EXPORT);
         m.put_str(KFC_A_NAME, argv[2]);
         m.put_str(KFC_A_PATH, argv[3]);
+        if (!clients.empty())
+            m.put(KFC_A_CLIENTS, clients.data(), clients.size() * sizeof(kfc_client));
         c.run(m, "export");
     } else if (cmd == "unexport" && argc == 3) {
         ctl c;

@@ -2,11 +2,14 @@
 /*
  * kfcache server control: the generic netlink family "kfcache_srv".
  * START listens on an address; EXPORT names a directory the clients may
- * mount read-only as <server>:/<name>; UNEXPORT and STOP undo them; GET
- * reports the state and counters.  Changes need CAP_NET_ADMIN.
+ * mount read-only as <server>:/<name>, optionally only from the address
+ * prefixes in CLIENTS; UNEXPORT and STOP undo them; GET reports the state
+ * and counters.  Changes need CAP_NET_ADMIN.
  */
 #ifndef _UAPI_KVERBS_KFCACHE_H
 #define _UAPI_KVERBS_KFCACHE_H
+
+#include <linux/types.h>
 
 #define KFC_GENL_NAME		"kfcache_srv"
 #define KFC_GENL_VERSION	1
@@ -15,6 +18,20 @@
 #define KFC_KEY_DESC_MAX	255	/* a key's description, NUL excluded */
 /* The key description the tools use unless told --key or --insecure */
 #define KFC_DEFAULT_KEY		"kverbs:kfcache"
+#define KFC_CLIENTS_MAX		16	/* prefixes in one export's CLIENTS */
+
+/*
+ * One entry of KFC_A_CLIENTS: the hosts of @family (AF_INET or AF_INET6)
+ * whose address begins with the first @prefix_len bits of @addr (an IPv4
+ * address in its first 4 bytes).  A client connecting over IPv6 with an
+ * IPv4-mapped address is matched as IPv4.  @reserved: 0.
+ */
+struct kfc_client {
+	__u8 family;
+	__u8 prefix_len;
+	__u16 reserved;
+	__u8 addr[16];
+};
 
 enum {
 	KFC_CMD_UNSPEC,
@@ -36,6 +53,10 @@ enum {
 	KFC_A_STATS,		/* nested: u64 counters, types below */
 	KFC_A_PAD,
 	KFC_A_KEY,		/* string: a logon key clients prove (START) */
+	KFC_A_CLIENTS,		/* binary: struct kfc_client[1..KFC_CLIENTS_MAX]
+				 * (EXPORT; in GET's EXPORT); none: any client
+				 * that proves the server's key
+				 */
 	__KFC_A_MAX,
 };
 
@@ -54,6 +75,7 @@ enum {
 	KFC_S_ERRORS,		/* requests answered with an error */
 	KFC_S_HANDLES,		/* open handles now */
 	KFC_S_UNMOUNTED,	/* connections closed for not mounting */
+	KFC_S_REFUSED,		/* MOUNTs from a host the export does not list */
 	__KFC_S_MAX,
 };
 
