@@ -4,6 +4,8 @@ side by side on the same two guests in one run.
   (a)  kping, both sides busy-polling the CQ      (paper: polling, 45 us)
   (b)  kping, handlers in the CQ's softirq         (paper: ISR, 60 us)
   (c)  kping, handlers deferred to the workqueue   (paper: task queue, 70 us)
+  (bk) (b) in keyed domains: peers authenticated at connection set-up;
+       the messages are the same, so the ratio (bk)/(b) should be 1
   (d)  user space, librdmacm/libibverbs, one wake-up per round trip on a
        completion channel                          (paper: process, 90 us)
   (di) (d) with inline sends (IBV_SEND_INLINE) on both sides
@@ -26,6 +28,7 @@ build/bench/rtt.json and rtt.svg.
 """
 import json
 import re
+import secrets
 import statistics
 import time
 
@@ -39,6 +42,8 @@ RESULT_RX = re.compile(r"result (?:mode=\S+ )?count=(\d+) size=(\d+) "
 METHODS = [("a", "poll", "kping, busy polling"),
            ("b", "softirq", "kping, softirq handler"),
            ("c", "wq", "kping, workqueue handler"),
+           ("bk", "softirq-keyed", "kping, softirq handler, peers "
+            "authenticated"),
            ("d", "user", "user space, completion channel"),
            ("di", "user-inline", "user space, channel, inline sends"),
            ("d'", "user-poll", "user space, busy polling"),
@@ -49,6 +54,7 @@ THROUGHPUT = ["b", "d", "di", "d'", "e", "e'"]
 WINDOWS = (1, 4, 16, 64)
 PAPER_US = {"a": 45, "b": 60, "c": 70, "d": 90}
 KPING_PORT, RAW_PORT, USER_PORT = 18515, 18517, 18518
+KEY = "kverbs:rtt"            # (bk)'s logon key, on both guests
 SIZE = 64                     # kping message, its own 16 B header included
 KVMSG_HDR = 16                # struct kvmsg_hdr (uapi/kverbs/kvmsg.h)
 WIRE = SIZE + KVMSG_HDR       # bytes every method sends per message
@@ -74,17 +80,20 @@ class Bench:
 
     def _kping(self, mode, outstanding, count):
         n0, n1 = self.n0, self.n1
+        key = ""
+        if mode.endswith("-keyed"):
+            mode, key = mode[:-len("-keyed")], f" auth_key={KEY}"
         for n in (n0, n1):
             n.run("rmmod kping 2>/dev/null; dmesg -c >/dev/null", timeout=60)
         r = n0.run(f"insmod /kvlab/modules/kping.ko port={KPING_PORT} "
-                   f"node_id=1 mode={mode}", timeout=60)
+                   f"node_id=1 mode={mode}{key}", timeout=60)
         if r.rc:
             raise HarnessError(f"kping server mode={mode} did not start",
                                r.out)
         r = n1.run(f"insmod /kvlab/modules/kping.ko server={n0.ip} "
                    f"port={KPING_PORT} node_id=2 count={count} "
                    f"size={SIZE} mode={mode} outstanding={outstanding} "
-                   "check=0; echo rc=$?; dmesg | grep 'kping: result'",
+                   f"check=0{key}; echo rc=$?; dmesg | grep 'kping: result'",
                    timeout=900)
         if "rc=0" not in r.out:
             raise HarnessError(f"kping mode={mode} failed", r.out)
@@ -335,8 +344,10 @@ def main(args):
     t0 = time.monotonic()
     with Phase("boot 2 guests"), Cluster(k, nodes=2, workdir=workdir,
                                          overlay=overlay) as c:
+        secret = secrets.token_hex(16)
         for n in c.nodes:
-            n.run_checked("insmod /kvlab/modules/kverbs.ko")
+            n.run_checked("insmod /kvlab/modules/kverbs.ko && keyctl add "
+                          f"logon {KEY} {secret} @u > /dev/null")
         b = Bench(c, count)
         lat_runs = _measure(b, rounds, warmup, errors, "latency",
                             [(key, 1) for key, _, _ in METHODS])
@@ -386,6 +397,7 @@ def main(args):
                                                  med_of("d")),
         "poll_over_softirq": per_round_ratio(med_of("a"), med_of("b")),
         "wq_over_softirq": per_round_ratio(med_of("c"), med_of("b")),
+        "keyed_over_softirq": per_round_ratio(med_of("bk"), med_of("b")),
     }
     throughput, tp_ratios = {}, {}
     for key in THROUGHPUT:
