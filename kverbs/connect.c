@@ -292,10 +292,13 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
 
 /*
  * Active side: the server's accept carries its announcement and, in a
- * keyed domain, its proof, which must be good before ->connected.
+ * keyed domain, its proof, which must be good before our QP goes to RTS
+ * and the RTU tells the server we took it (on iWARP, before ->connected).
+ * Return: 0, or an error after failing the endpoint; tearing it down then
+ * answers the accept with a REJ.
  */
-static void kverbs_ep_established_active(struct kverbs_ep *ep,
-					 struct rdma_cm_event *ev)
+static int kverbs_ep_check_accept(struct kverbs_ep *ep,
+				  struct rdma_cm_event *ev)
 {
 	const void *data = ev->param.conn.private_data;
 	u8 len = ev->param.conn.private_data_len;
@@ -312,11 +315,11 @@ static void kverbs_ep_established_active(struct kverbs_ep *ep,
 			      &ep->peer_addr, kverbs_cm_reason_str(reason));
 		kverbs_ep_fail(ep, reason == KVERBS_CM_EAUTH ? -EACCES :
 				   -EPROTO);
-		return;
+		return -EPROTO;
 	}
-	if (ep->dom->auth_tfm && kverbs_ep_auth_established(ep, data, &auth))
-		return;
-	kverbs_ep_connected(ep);
+	if (ep->dom->auth_tfm)
+		return kverbs_ep_auth_established(ep, data, &auth);
+	return 0;
 }
 
 static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
@@ -383,7 +386,12 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		kverbs_ep_route_resolved(ep, id);
 		break;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		/* Active, our QP: ready it and answer the REP with the RTU. */
+		/*
+		 * Active, our QP: check the REP, then ready the QP and answer
+		 * with the RTU.
+		 */
+		if (kverbs_ep_check_accept(ep, ev))
+			break;
 		ret = kverbs_ep_qp_ready(ep, NULL) ?: rdma_accept(id, NULL);
 		if (ret) {
 			kverbs_ep_log(warn, ep,
@@ -392,14 +400,16 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			kverbs_ep_fail(ep, ret);
 			break;
 		}
-		kverbs_ep_established_active(ep, ev);
+		kverbs_ep_connected(ep);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		/* Active: iWARP only; IB and RoCE end at CONNECT_RESPONSE. */
-		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
-			kverbs_ep_established_active(ep, ev);
-		else	/* iWARP: only now is the QP in RTS */
+		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags)) {
+			if (!kverbs_ep_check_accept(ep, ev))
+				kverbs_ep_connected(ep);
+		} else {	/* iWARP: only now is the QP in RTS */
 			kverbs_ep_connected(ep);
+		}
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 		kverbs_ep_rejected(ep, id, ev);
