@@ -1,14 +1,15 @@
 """kvlab: build, test and demo kverbs on virtual RDMA clusters.
 
   ./kvlab setup                    install what the harness needs (Debian)
-  ./kvlab demo [--kernel 6.1]      boot 2 guests, run the kping exchange
+  ./kvlab demo [--kernel 6.1]      boot 2 guests, SOR on the kdsm DSM (keyed)
   ./kvlab test                     CI: the core suites and one rotation group
                                    ends "N passed, N failed, N skipped"
   ./kvlab test --full              every suite on every kernel
   ./kvlab test --suite a,b         the suites named
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
   ./kvlab docs                     render Documentation/ to build/docs/html
-  ./kvlab bench rtt|protect|dsm-defer|dsm-fault|dsm-apps   side by side
+  ./kvlab bench rtt|protect|dsm-defer|dsm-fault|dsm-apps|fcache|migrate
+                                   side by side, charts in build/bench
 """
 import argparse
 import re
