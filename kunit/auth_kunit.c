@@ -412,10 +412,26 @@ static void kverbs_admit_host_caps(struct kunit *test)
 	list_del(&ep[2].dom_node);			/* h1's second left */
 	KUNIT_EXPECT_TRUE(test, admit(dom, &h3));
 	KUNIT_EXPECT_TRUE(test, admit(dom, &h1));
+	/* Two addresses of one IPv6 /64 are two addresses here. */
+	{
+		struct sockaddr_in6 a = { .sin6_family = AF_INET6 }, b;
+
+		list_del(&ep[3].dom_node);
+		list_del(&ep[4].dom_node);
+		ipv6_addr_set(&a.sin6_addr, htonl(0x20010db8), 0, 0, htonl(1));
+		b = a;
+		b.sin6_addr.s6_addr32[3] = htonl(2);
+		admit_ep(dom, &ep[3], &a, sizeof(a));
+		admit_ep(dom, &ep[4], &a, sizeof(a));
+		KUNIT_EXPECT_FALSE(test, admit(dom, &a));
+		KUNIT_EXPECT_TRUE(test, admit(dom, &b));
+		list_del(&ep[4].dom_node);
+		admit_ep(dom, &ep[4], &h2, sizeof(h2));
+	}
 	/* No per-host cap: one host may take every accepted slot. */
 	dom->max_per_host = 0;
 	KUNIT_EXPECT_TRUE(test, admit(dom, &h2));
-	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->accept_busy), 2);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dom->accept_busy), 3);
 }
 
 static struct kunit_case kverbs_auth_cases[] = {

@@ -12,15 +12,16 @@
  *
  * 1. accepted endpoints in all, at most @max_accepted (the rest of
  *    @max_eps stays for endpoints the node dials itself);
- * 2. accepted endpoints from one host, at most @max_per_host;
+ * 2. accepted endpoints from one address, at most @max_per_host;
  * 3. in a keyed domain, accepted endpoints whose peer has not proven the
  *    key yet: half of @max_eps in all, and a quarter (at most
- *    KVERBS_AUTH_PENDING_PER_ADDR) per host.
+ *    KVERBS_AUTH_PENDING_PER_ADDR) per host, an IPv4 address or an IPv6
+ *    /64 (a host may take any source address of its prefix).
  *
- * One host is an IPv4 address or an IPv6 /64 (a host may take any source
- * address of its prefix).  The caps bound what one host can hold, not
- * who it is: on RoCE an address can be spoofed, and only the key proves
- * a peer.
+ * Cap 2 counts addresses, not /64s: proven peers of one IPv6 LAN share a
+ * prefix, and must not share a host's share.  The caps bound what one
+ * address or host can hold, not who it is: on RoCE an address can be
+ * spoofed, and only the key proves a peer.
  *
  * Locking: the counts are taken where the new endpoint joins dom->eps,
  * under dom->lock, so they are exact.
@@ -41,14 +42,15 @@ static bool kverbs_ep_unproven(struct kverbs_ep *ep)
 /* @a and @b as kverbs_auth_addr() gives them: the same host? */
 static bool kverbs_same_host(const u8 *a, const u8 *b)
 {
-	const struct in6_addr *x = (const void *)a;
+	bool a4 = ipv6_addr_v4mapped((const struct in6_addr *)a);
+	bool b4 = ipv6_addr_v4mapped((const struct in6_addr *)b);
 
-	if (ipv6_addr_v4mapped(x))
-		return !memcmp(a, b, sizeof(struct in6_addr));
-	return !memcmp(a, b, 8);
+	if (a4 != b4)
+		return false;
+	return !memcmp(a, b, a4 ? sizeof(struct in6_addr) : 8);
 }
 
-/* Accepted endpoints of a domain, in all and from one host. */
+/* Accepted endpoints: in all, from one address, unproven (and per host). */
 struct kverbs_admit_count {
 	unsigned int all;
 	unsigned int host;
@@ -73,7 +75,7 @@ bool kverbs_admit_locked(struct kverbs_domain *dom, const struct sockaddr *src)
 	struct kverbs_admit_count n = {};
 	unsigned int total, per_host;
 	struct kverbs_ep *ep;
-	bool same;
+	bool same, same_addr;
 
 	lockdep_assert_held(&dom->lock);
 	kverbs_auth_addr(src, want);
@@ -82,8 +84,9 @@ bool kverbs_admit_locked(struct kverbs_domain *dom, const struct sockaddr *src)
 			continue;
 		kverbs_auth_addr((struct sockaddr *)&ep->peer_addr, have);
 		same = kverbs_same_host(want, have);
+		same_addr = !memcmp(want, have, sizeof(struct in6_addr));
 		n.all++;
-		n.host += same;
+		n.host += same_addr;
 		if (dom->auth_tfm && kverbs_ep_unproven(ep)) {
 			n.unproven++;
 			n.unproven_host += same;
@@ -94,7 +97,7 @@ bool kverbs_admit_locked(struct kverbs_domain *dom, const struct sockaddr *src)
 	    (dom->max_per_host && n.host >= dom->max_per_host)) {
 		atomic64_inc(&dom->accept_busy);
 		kverbs_dom_log(warn, dom,
-			       "refusing a connection from %pISc: it holds %u and all peers %u endpoints (caps %u and %u)\n",
+			       "refusing a connection from %pISc: that address holds %u and all peers %u endpoints (caps %u and %u)\n",
 			       src, n.host, n.all, dom->max_per_host,
 			       dom->max_accepted);
 		return false;

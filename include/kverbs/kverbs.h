@@ -102,9 +102,10 @@ struct kverbs_domain_ops {
  * @max_accepted: of those, how many peers' connection requests may hold
  *	at once (0: all of @max_eps; at most @max_eps).  The rest stays for
  *	endpoints the node dials itself.  An accepted endpoint counts from
- *	the request until it is freed, whatever its state.
- * @max_per_host: accepted endpoints one host (an IPv4 address or an IPv6
- *	/64) may hold at once; 0: no cap.  Beyond either cap a request is
+ *	the request until its teardown takes it off the domain, whatever
+ *	its state.
+ * @max_per_host: accepted endpoints one peer address may hold at once;
+ *	0: no cap.  Beyond either cap a request is
  *	refused with KVERBS_CM_EBUSY (the connecting side's
  *	kverbs_ep_connect() returns -ECONNREFUSED; retry later), counted
  *	(debugfs accept_busy) and logged.

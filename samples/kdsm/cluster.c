@@ -399,7 +399,8 @@ static int kdsm_authorize(struct kverbs_domain *dom, u32 node,
 /*
  * Grant @p, on @ep, our region (and lock words), and have greet_work send
  * our HELLO and keys.  A dialer does it at ->connected, an acceptor once
- * the dialer's HELLO matched.  Context: process, from a callback of @ep.
+ * the dialer's HELLO matched (grant_work).  Context: process; @ep valid
+ * (its ->connected, or grant_work, which its ->disconnected flushes).
  */
 static void kdsm_grant_peer(struct kdsm_cluster *kd, struct kdsm_peer *p,
 			    struct kverbs_ep *ep)
@@ -503,6 +504,34 @@ refuse:
 	kdsm_refuse(kd, ep, node, code, why, false);
 }
 
+/*
+ * An acceptor's grants, once a peer's HELLO matched: not in the message
+ * handler, whose deferred context serves every peer and must not wait
+ * for a send-queue slot or a registration that one peer's connection
+ * holds up.  ->disconnected flushes this before its endpoint goes, so
+ * @ep, still the peer's under kd->lock here, stays valid while granted.
+ */
+static void kdsm_grant_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       grant_work);
+	struct kverbs_ep *ep;
+	struct kdsm_peer *p;
+	u8 n;
+
+	for (n = kd->geo.self + 1; n <= kd->geo.nnodes; n++) {
+		p = &kd->peers[n];
+		spin_lock_bh(&kd->lock);
+		ep = p->grant_ep;
+		p->grant_ep = NULL;
+		if (ep != p->ep || !kdsm_live(kd))
+			ep = NULL;
+		spin_unlock_bh(&kd->lock);
+		if (ep)
+			kdsm_grant_peer(kd, p, ep);
+	}
+}
+
 static void kdsm_greet_work(struct work_struct *w)
 {
 	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
@@ -561,6 +590,7 @@ static void kdsm_disconnected(struct kverbs_ep *ep, int err)
 	/* a turned-away connection never was a peer's endpoint */
 	if (!p || p == &kdsm_refused_peer)
 		return;
+	flush_work(&kd->grant_work);	/* it may be granting on @ep */
 	spin_lock_bh(&kd->lock);
 	if (p->ep != ep) {
 		spin_unlock_bh(&kd->lock);
@@ -629,9 +659,6 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 
 	if (p->hello || memchr_inv(h->reserved, 0, sizeof(h->reserved)))
 		return -EPROTO;
-	/* An acceptor grants on a match: in process context. */
-	if (p->node > kd->geo.self && ctx != KVMSG_CTX_PROCESS)
-		return -EAGAIN;
 	if (h->version != KDSM_PROTO_VERSION) {
 		code = KDSM_REFUSE_VERSION;
 		snprintf(why, sizeof(why), "it runs version %u, this node %u",
@@ -681,9 +708,11 @@ static int kdsm_hello_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 	p->nkeys_region = nkeys;
 	p->nkeys_want = nkeys + h->lock_keys;
 	p->hello = true;
+	if (p->node > kd->geo.self)	/* accepted: now grant and greet */
+		p->grant_ep = ep;
 	spin_unlock_bh(&kd->lock);
 	if (p->node > kd->geo.self)
-		kdsm_grant_peer(kd, p, ep);
+		queue_work(kdsm_wq, &kd->grant_work);
 	return 0;
 }
 
@@ -1167,6 +1196,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	kthread_init_work(&kd->defer_kwork, kdsm_defer_kwork);
 	INIT_WORK(&kd->form_work, kdsm_form_work);
 	INIT_WORK(&kd->greet_work, kdsm_greet_work);
+	INIT_WORK(&kd->grant_work, kdsm_grant_work);
 	INIT_WORK(&kd->dial_work, kdsm_dial_work);
 	INIT_WORK(&kd->fail_work, kdsm_fail_work);
 	INIT_DELAYED_WORK(&kd->ping_work, kdsm_ping_work);
@@ -1271,6 +1301,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 	cancel_work_sync(&kd->form_work);
 	cancel_work_sync(&kd->dial_work);
 	cancel_work_sync(&kd->greet_work);
+	cancel_work_sync(&kd->grant_work);
 	cancel_delayed_work_sync(&kd->ping_work);
 	cancel_work_sync(&kd->ql_work);	/* queued only while live */
 	flush_work(&kd->fail_work);	/* sync waiters woken */
@@ -1282,6 +1313,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 			kverbs_ep_close(kd->peers[n].dialed);
 	kverbs_domain_destroy(kd->dom);	/* every ->disconnected ran */
 	cancel_work_sync(&kd->greet_work);	/* a late ->connected's */
+	cancel_work_sync(&kd->grant_work);	/* a late HELLO's */
 	kdsm_engine_drain(kd);
 	kdsm_qlock_free(kd);		/* no atomic in flight: endpoints gone */
 	kverbs_region_destroy(kd->kr);

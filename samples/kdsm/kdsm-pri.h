@@ -104,6 +104,7 @@ struct kdsm_peer {
 	u32 lock_rkey;		/* its lock words (qlock.c) */
 	struct kverbs_grant *lock_grant;	/* our lock words, to it */
 	struct kverbs_grant *lock_stale;	/* a dropped connection's */
+	struct kverbs_ep *grant_ep;	/* its HELLO matched: grant_work's */
 };
 
 /* This node holds every key @p announced: page traffic may flow. */
@@ -233,6 +234,7 @@ struct kdsm_cluster {
 
 	struct work_struct form_work;
 	struct work_struct greet_work;	/* peers connected, not greeted */
+	struct work_struct grant_work;	/* accepted peers whose HELLO matched */
 	struct work_struct dial_work;	/* peers to dial again */
 	struct work_struct fail_work;
 	u8 lost;			/* the peer whose loss failed us */

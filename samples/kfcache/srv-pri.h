@@ -33,9 +33,10 @@
 #define KFC_SRV_MAX_EPS		32
 #define KFC_SRV_PER_HOST	8
 /*
- * A connection must MOUNT within this long, or the server closes it: an
- * endpoint is a slot of the budget above, and one that never mounts only
- * holds it.  A client mounts at once after connecting.
+ * A connection must MOUNT within this long (module parameter mount_ms),
+ * or the server closes it: an endpoint is a slot of the budget above,
+ * and one that never mounts only holds it.  A client mounts at once
+ * after connecting.
  */
 #define KFC_SRV_MOUNT_MS	10000
 /* Who clients are on the server: nobody, as NFS's all_squash */

@@ -9,6 +9,7 @@
  * FUSE's nlookup does.  A connection's handles die with it.
  */
 #include <linux/file.h>
+#include <linux/moduleparam.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 
@@ -140,6 +141,16 @@ void kfc_handle_forget(struct kfc_conn *c, struct kfc_handle *h, u64 n)
 	kfc_handle_free(c, h);
 }
 
+static unsigned int kfc_srv_mount_ms = KFC_SRV_MOUNT_MS;
+module_param_named(mount_ms, kfc_srv_mount_ms, uint, 0644);
+MODULE_PARM_DESC(mount_ms,
+		 "ms a new connection has to mount before it is closed (1000..600000, default 10000)");
+
+static unsigned int kfc_srv_mount_deadline_ms(void)
+{
+	return clamp(READ_ONCE(kfc_srv_mount_ms), 1000U, 600000U);
+}
+
 static void kfc_srv_deadline(struct work_struct *work)
 {
 	struct kfc_conn *c = container_of(to_delayed_work(work),
@@ -149,9 +160,8 @@ static void kfc_srv_deadline(struct work_struct *work)
 	if (READ_ONCE(c->mounted))
 		return;
 	kverbs_ep_peer_addr(c->ep, &peer);
-	pr_info_ratelimited("kfcache_srv: node %u from %pISc did not mount within %u ms: closing\n",
-			    kverbs_ep_peer_node(c->ep), &peer,
-			    KFC_SRV_MOUNT_MS);
+	pr_info_ratelimited("kfcache_srv: node %u from %pISc did not mount in time: closing\n",
+			    kverbs_ep_peer_node(c->ep), &peer);
 	kfc_srv_count(KFC_S_UNMOUNTED, 1);
 	kverbs_ep_disconnect(c->ep);
 }
@@ -182,7 +192,8 @@ static void kfc_srv_connected(struct kverbs_ep *ep)
 	kfc_srv_count(KFC_S_CLIENTS, 1);
 	pr_info("kfcache_srv: client node %u connected\n",
 		kverbs_ep_peer_node(ep));
-	schedule_delayed_work(&c->deadline, msecs_to_jiffies(KFC_SRV_MOUNT_MS));
+	schedule_delayed_work(&c->deadline,
+			      msecs_to_jiffies(kfc_srv_mount_deadline_ms()));
 }
 
 static void kfc_srv_disconnected(struct kverbs_ep *ep, int err)

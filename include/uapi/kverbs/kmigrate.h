@@ -46,11 +46,15 @@
 #define KMIGRATE_FP_MAX		128
 
 /*
+ * kmigrate_prepare.timeout_ms at most.  A destination drops an arrival
+ * whose process was not frozen and handed over within twice this of its
+ * PREPARE: this bound, then as long again for the process to freeze.
+ */
+#define KMIGRATE_TIMEOUT_MAX_MS	120000
+/*
  * Sent to a process that kmigrate(1) asks to move (MOVE), and when its
  * preparation ends (KMIGRATE_IOC_PREPARE).
  */
-/* kmigrate_prepare.timeout_ms at most; a destination waits no longer */
-#define KMIGRATE_TIMEOUT_MAX_MS	120000
 #define KMIGRATE_SIGNAL		23	/* SIGURG: ignored by default */
 
 /**
