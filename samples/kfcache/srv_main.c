@@ -178,7 +178,9 @@ static bool kfc_client_valid(const struct kfc_client *c)
 		return false;
 	if (c->family == AF_INET)
 		return c->prefix_len <= 32 && !memchr_inv(c->addr + 4, 0, 12);
-	return c->family == AF_INET6 && c->prefix_len <= 128;
+	/* IPv4-mapped clients are matched as IPv4: name them so */
+	return c->family == AF_INET6 && c->prefix_len <= 128 &&
+	       !ipv6_addr_v4mapped((const struct in6_addr *)c->addr);
 }
 
 /* Does @c take @a (16 bytes; IPv4 in the first 4) of @family? */
@@ -241,7 +243,7 @@ static int kfc_export_clients(struct kfc_export *e, const struct nlattr *a,
 	for (i = 0; i < n; i++) {
 		if (!kfc_client_valid(&e->clients[i])) {
 			NL_SET_ERR_MSG_ATTR(extack, a,
-					    "each client: a family of AF_INET or AF_INET6, a prefix length within its address, reserved bytes 0");
+					    "each client: AF_INET, or AF_INET6 not IPv4-mapped; a prefix length within its address; reserved bytes 0");
 			return -EINVAL;
 		}
 	}

@@ -76,6 +76,12 @@ kfc_client parse_client(const std::string &s)
     } else {
         usage("--client: '" + s + "' is not ADDR[/LEN] with an IPv4 or IPv6 address");
     }
+    const std::string len = slash == std::string::npos ? "" : s.substr(slash + 1);
+    if (slash != std::string::npos &&
+        (len.empty() || len.size() > 3 || len.find_first_not_of("0123456789") != std::string::npos))
+        usage("--client: '" + s + "': LEN is a decimal prefix length");
+    if (c.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(reinterpret_cast<const in6_addr *>(c.addr)))
+        usage("--client: '" + s + "': name IPv4 clients as IPv4");
     c.prefix_len = static_cast<std::uint8_t>(
         slash == std::string::npos
             ? max
