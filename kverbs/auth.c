@@ -267,15 +267,18 @@ static void kverbs_auth_fail(struct kverbs_ep *ep, const char *why, int err)
  * kverbs_ep_auth_teardown - an accepted endpoint closes before its proof
  * @ep: endpoint in teardown, its auth work cancelled
  *
- * A peer that disconnects without proving the key (it found our proof
- * wrong, or never had the key) failed too: it is counted like the others.
+ * A peer that disconnects, or refuses our accept, without proving the key
+ * (it found our proof wrong, or never had the key) failed too: it is
+ * counted like the others.  One whose refusal said so (KVERBS_CM_EAUTH)
+ * was counted when it came (-EACCES).
  *
  * Context: process (teardown).
  */
 void kverbs_ep_auth_teardown(struct kverbs_ep *ep)
 {
 	/* Our own closes (destroy, device removal) are not the peer's. */
-	if (!kverbs_ep_auth_pending(ep) || ep->error != -ECONNRESET ||
+	if (!kverbs_ep_auth_pending(ep) ||
+	    (ep->error != -ECONNRESET && ep->error != -ECONNREFUSED) ||
 	    test_and_set_bit(KVERBS_EP_F_AUTH_FAILED, &ep->flags))
 		return;
 	kverbs_auth_record(ep, "closed before its proof", ep->error);

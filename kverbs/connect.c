@@ -294,11 +294,13 @@ void kverbs_ep_accept(struct kverbs_ep *ep)
  * Active side: the server's accept carries its announcement and, in a
  * keyed domain, its proof, which must be good before our QP goes to RTS
  * and the RTU tells the server we took it (on iWARP, before ->connected).
- * Return: 0, or an error after failing the endpoint; tearing it down then
- * answers the accept with a REJ.
+ * On IB and RoCE (@rej) a bad accept is answered with a REJ saying why,
+ * so the server counts a peer without its key as an authentication
+ * failure.
+ * Return: 0, or an error after failing the endpoint.
  */
 static int kverbs_ep_check_accept(struct kverbs_ep *ep,
-				  struct rdma_cm_event *ev)
+				  struct rdma_cm_event *ev, bool rej)
 {
 	const void *data = ev->param.conn.private_data;
 	u8 len = ev->param.conn.private_data_len;
@@ -313,12 +315,18 @@ static int kverbs_ep_check_accept(struct kverbs_ep *ep,
 	if (reason != KVERBS_CM_OK) {
 		kverbs_ep_log(warn, ep, "peer %pISpc accepted with bad parameters: %s\n",
 			      &ep->peer_addr, kverbs_cm_reason_str(reason));
+		if (rej)
+			kverbs_cm_reject(ep->dom, ep->id, ep->cm_id, reason);
 		kverbs_ep_fail(ep, reason == KVERBS_CM_EAUTH ? -EACCES :
 				   -EPROTO);
 		return -EPROTO;
 	}
-	if (ep->dom->auth_tfm)
-		return kverbs_ep_auth_established(ep, data, &auth);
+	if (ep->dom->auth_tfm && kverbs_ep_auth_established(ep, data, &auth)) {
+		if (rej)
+			kverbs_cm_reject(ep->dom, ep->id, ep->cm_id,
+					 KVERBS_CM_EAUTH);
+		return -EACCES;
+	}
 	return 0;
 }
 
@@ -336,8 +344,14 @@ static void kverbs_ep_rejected(struct kverbs_ep *ep, struct rdma_cm_id *id,
 		atomic64_inc(&ep->dom->auth_failures);
 	trace_kverbs_rejected(ep->dom, ep->id, &ep->peer_addr,
 			      kverbs_cm_reason_str(reason), ev->status);
-	kverbs_ep_log(warn, ep, "connection to %pISpc refused: %s (cm status %d)\n", &ep->peer_addr,
-		      kverbs_cm_reason_str(reason), ev->status);
+	if (test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+		kverbs_ep_log(warn, ep, "node %u at %pISpc refused our accept: %s (cm status %d)\n",
+			      ep->peer_node, &ep->peer_addr,
+			      kverbs_cm_reason_str(reason), ev->status);
+	else
+		kverbs_ep_log(warn, ep, "connection to %pISpc refused: %s (cm status %d)\n",
+			      &ep->peer_addr, kverbs_cm_reason_str(reason),
+			      ev->status);
 	kverbs_ep_fail(ep, reason == KVERBS_CM_EAUTH ? -EACCES :
 			   -ECONNREFUSED);
 }
@@ -390,7 +404,7 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		 * Active, our QP: check the REP, then ready the QP and answer
 		 * with the RTU.
 		 */
-		if (kverbs_ep_check_accept(ep, ev))
+		if (kverbs_ep_check_accept(ep, ev, true))
 			break;
 		ret = kverbs_ep_qp_ready(ep, NULL) ?: rdma_accept(id, NULL);
 		if (ret) {
@@ -405,7 +419,7 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		/* Active: iWARP only; IB and RoCE end at CONNECT_RESPONSE. */
 		if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags)) {
-			if (!kverbs_ep_check_accept(ep, ev))
+			if (!kverbs_ep_check_accept(ep, ev, false))
 				kverbs_ep_connected(ep);
 		} else {	/* iWARP: only now is the QP in RTS */
 			kverbs_ep_connected(ep);

@@ -647,6 +647,8 @@ void kverbs_upcall_begin(void);
 void kverbs_upcall_end(void);
 
 /* listen.c */
+void kverbs_cm_reject(struct kverbs_domain *dom, u32 ep_id,
+		      struct rdma_cm_id *id, enum kverbs_cm_reason r);
 void kverbs_listener_free(struct kverbs_listener *l);
 const char *kverbs_listener_state_str(struct kverbs_listener *l);
 void kverbs_listeners_device_added(void);

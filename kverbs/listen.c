@@ -37,9 +37,17 @@ static DECLARE_DELAYED_WORK(kverbs_relisten, kverbs_relisten_work);
 #define KVERBS_RELISTEN_TRIES		20
 #define KVERBS_RELISTEN_INTERVAL	msecs_to_jiffies(500)
 
-/* @ep_id: the endpoint created for the request, 0 if none was */
-static void kverbs_cm_reject(struct kverbs_domain *dom, u32 ep_id,
-			     struct rdma_cm_id *id, enum kverbs_cm_reason r)
+/**
+ * kverbs_cm_reject - refuse a request, or (active side) an accept, saying why
+ * @dom: domain
+ * @ep_id: the endpoint created for the request, 0 if none was
+ * @id: the request's id (passive), or the connecting id at CONNECT_RESPONSE
+ * @r: the reason, in the REJ's private data
+ *
+ * Context: process, the id's CM handler.
+ */
+void kverbs_cm_reject(struct kverbs_domain *dom, u32 ep_id,
+		      struct rdma_cm_id *id, enum kverbs_cm_reason r)
 {
 	struct kverbs_cm_rej rej = {
 		.magic = cpu_to_be32(KVERBS_CM_MAGIC),

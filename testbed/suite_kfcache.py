@@ -356,7 +356,7 @@ def _idle_peers(res, suite, srv, cli):
               "(kvping exit 3), counted in accept_busy, logged; the mounts "
               "still read", mounts >= 1 and held >= PER_HOST and
               "rc=3" in r2.out and _accept_busy(srv) == busy0 + 1 and
-              f"it holds {PER_HOST}" in log and r3.rc == 0 and
+              f"holds {PER_HOST} and all peers" in log and r3.rc == 0 and
               int(r3.out.split()[0] if r3.out.split() else 0) > 0,
               f"mounts {mounts} held {held}\n{r2.out}\n{r3.out}\n{log}")
     r = cli.run(f"for i in $(seq {MOUNT_S * 4}); do [ $(cat /tmp/idle*.out | "
