@@ -153,6 +153,7 @@ def _user_space_attacks(res, suite, n0, n1, kping):
                   f"{r.out}\nserver: failures {fails0} -> {fails}, "
                   f"connected {conn0} -> {conn}\n{log}")
 
+    _keyed_user_space(res, suite, n0, n1, base)
     _unproven_cap(res, suite, n0, n1, base)
 
     # A silent offer holds an endpoint until the deadline; valid peers
@@ -177,6 +178,38 @@ def _user_space_attacks(res, suite, n0, n1, kping):
               "no proof in time" in log,
               f"{r.out}\nserver: failures {fails0} -> {fails}, connected "
               f"{conn0} -> {conn}\n{log}")
+
+
+def _keyed_user_space(res, suite, n0, n1, base):
+    """kvping as nobody with the secret in a file (kvwire's proofs, as
+    kverbs/auth.c computes them): the server proves the key to it, it
+    proves its own, and pings work; with another secret it finds the
+    server's proof wrong and leaves, and the server counts the peer that
+    closed before its proof.  The positive case is what makes the keyed
+    user-space checks of the samples mean anything."""
+    n1.run(f"printf '%s' '{SECRET}' > /tmp/key.ok; printf '%s' "
+           f"'{WRONG_SECRET}' > /tmp/key.bad; chmod 644 /tmp/key.ok "
+           "/tmp/key.bad", timeout=30)
+    fails0, conn0, _ = _counts(n0)
+    r = n1.run(f"{base} --key-file /tmp/key.ok --count 20 --timeout-ms "
+               "10000; echo rc=$?", timeout=60)
+    fails, conn, out = _counts(n0)
+    res.check(suite, "auth: a user-space peer (nobody's kvping) holding the "
+              "secret proves it and pings; the server counted no failure",
+              "rc=0" in r.out and "the server proved the key" in r.out and
+              fails == fails0 and conn == conn0 + 1,
+              f"{r.out}\nserver: failures {fails0} -> {fails}, connected "
+              f"{conn0} -> {conn}")
+    r = n1.run(f"{base} --key-file /tmp/key.bad --count 5 --timeout-ms "
+               "10000; echo rc=$?", timeout=60)
+    fails, conn2, out = _counts_after(n0, fails0 + 1)
+    res.check(suite, "auth: with another secret it finds the server's proof "
+              "wrong and leaves (exit 1); the server counts the peer that "
+              "closed before its proof; kping saw no connection",
+              "rc=1" in r.out and "proof is wrong" in r.out and
+              fails == fails0 + 1 and conn2 == conn,
+              f"{r.out}\nserver: failures {fails0} -> {fails}, connected "
+              f"{conn} -> {conn2}")
 
 
 def _unproven_cap(res, suite, n0, n1, base):

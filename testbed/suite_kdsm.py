@@ -372,6 +372,16 @@ def keyed_check(res, suite, pair):
               "(KVERBS_CM_EAUTH)", "rc=3" in r.out and "KVERBS_CM_EAUTH" in
               r.out and "node 2 connected" not in log,
               r.out + "\n" + log[-1500:])
+    # One that proves the key from node 2's address, claiming node 2:
+    # a key holder, but given nothing before its HELLO.
+    n1.run(f"printf '%s' '{KDSM_SECRET}' > /tmp/kdsm.key; chmod 644 "
+           "/tmp/kdsm.key", timeout=30)
+    r = n1.run(nobody_kvping(n0, "--key-file /tmp/kdsm.key --bad-msg idle "
+                             "--timeout-ms 4000"), timeout=60)
+    res.check(suite, "keyed cluster: a peer that proves the key, claiming "
+              "node 2 from its address, is given nothing before its HELLO",
+              "the server proved the key" in r.out and "neither answered "
+              "nor closed" in r.out and "rc=1" in r.out, r.out)
     n1.run(f"({create_cmd(pair, n1, 64, key=KDSM_KEY)} --join-ms 30000 "
            "--wait; echo rc=$?) > /tmp/create.out 2>&1 &", timeout=30)
     r = n1.run("for i in $(seq 300); do grep -q rc= /tmp/create.out && "

@@ -251,6 +251,23 @@ def _keyed(res, suite, srv, cli):
               "each other with the default key and read the export; "
               "-o key= names it", r.out.count("rc=0") == 2 and
               f"key={KFC_KEY}" in r.out, r.out)
+    # A peer that proves the key and never mounts (nobody's kvping with
+    # the secret): closed at the mount deadline like any other.
+    st0 = _stats(srv)
+    cli.run(f"printf '%s' '{KFC_SECRET}' > /tmp/kfc.key; chmod 644 "
+            "/tmp/kfc.key", timeout=30)
+    r = cli.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+                f"--clear-groups /kvlab/bin/kvping --server-addr {srv.ip} "
+                f"--port {KEYED_PORT} --node-id 7 --key-file /tmp/kfc.key "
+                "--bad-msg idle --timeout-ms 40000; echo rc=$?", timeout=90)
+    st = _stats(srv)
+    res.check(suite, "a keyed server: a peer that proves the key but never "
+              "mounts is closed at the 10 s mount deadline (kvping exit 4), "
+              "counted as unmounted", "the server proved the key" in r.out
+              and "rc=4" in r.out and
+              st.get("unmounted", 0) == st0.get("unmounted", 0) + 1,
+              f"{r.out}\nunmounted {st0.get('unmounted')} -> "
+              f"{st.get('unmounted')}")
     r = cli.run(f"mount -t kfcache -o port={KEYED_PORT},insecure {srv.ip}:/tree "
                 "/mnt/k; echo rc=$?; dmesg | tail -n 5", timeout=120)
     r0 = srv.run("cat /sys/kernel/debug/kverbs/kfcache_srv.*/endpoints",

@@ -285,6 +285,7 @@ def _keyless(res, name, a, b):
     _idle_source(res, name, a, b)
     b.run_checked(f"{CTL} stop && {CTL} start --addr {b.ip} --port {PORT} "
                   f"--node 2 {KEYED}", timeout=120)
+    _idle_source_keyed(res, name, a, b)
 
 
 def _idle_source(res, name, a, b):
@@ -307,6 +308,26 @@ def _idle_source(res, name, a, b):
               "asked for no migration" in blog and not st.get("arenas"),
               f"{r.out}\n{st}\n{blog}")
 
+
+
+def _idle_source_keyed(res, name, a, b):
+    """The same with a peer that proves the key (nobody's kvping holding
+    the secret) to a keyed destination: authenticated, then closed at the
+    10 s deadline all the same, counted as expired."""
+    s0 = _status(b)["stats"]
+    a.run(f"printf '%s' '{SECRET}' > /tmp/kmig.key; chmod 644 /tmp/kmig.key",
+          timeout=30)
+    r = a.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+              f"--clear-groups /kvlab/bin/kvping --server-addr {b.ip} "
+              f"--port {PORT} --node-id 7 --key-file /tmp/kmig.key "
+              "--bad-msg idle --timeout-ms 30000; echo rc=$?", timeout=90)
+    st = _status(b)
+    res.check(name, "a keyed destination: a peer that proves the key but "
+              "asks for no migration is closed at the 10 s deadline "
+              "(kvping exit 4), counted as expired; no arena",
+              "the server proved the key" in r.out and "rc=4" in r.out and
+              st["stats"].get("expired", 0) == s0.get("expired", 0) + 1 and
+              not st.get("arenas"), f"{r.out}\n{st}")
 
 def _dest_failures(res, name, a, b):
     # the destination's process killed: the source frees its copy

@@ -11,6 +11,7 @@
 #include "rdma.hpp"
 
 #include <kvcli/kvcli.hpp>
+#include <kvwire/auth.hpp>
 #include <kvwire/cm.hpp>
 #include <kvwire/kvmsg.hpp>
 #include <kvwire/kping.hpp>
@@ -26,6 +27,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -64,6 +67,7 @@ struct Options {
     std::string bad_msg;               // empty: send valid kvmsg headers
     std::chrono::milliseconds timeout = 10000ms;
     std::chrono::milliseconds withhold = 0ms;  // > 0: keep the peer's credits this long
+    std::vector<std::uint8_t> key;     // --key-file: authenticate with this secret
 };
 
 void usage(std::FILE *out)
@@ -91,6 +95,9 @@ void usage(std::FILE *out)
         "                      instead of the proof (noproof), or nothing (silent);\n"
         "                      or connect validly and send nothing (idle)\n"
         "  --timeout-ms T      limit for every wait (default 10000)\n"
+        "  --key-file F        authenticate with the secret in F (the logon key's\n"
+        "                      payload, 16 to 64 bytes): prove it, check the server's\n"
+        "                      proof, then go on as asked\n"
         "  --withhold-ms T     a peer that keeps the server's credits: send pings while\n"
         "                      credits last, never re-post a receive or grant one, for\n"
         "                      T ms, then close\n"
@@ -107,7 +114,8 @@ bool offers_auth(const Options &o)
 }
 
 // The private data we connect with: valid, or broken in exactly one way.
-std::vector<std::uint8_t> announcement(const Options &o)
+// With a key, @nonce is the request's.
+std::vector<std::uint8_t> announcement(const Options &o, kvwire::Nonce *nonce = nullptr)
 {
     auto p = kvwire::make_priv(o.node_id, o.depth, o.max_msg);
     std::size_t len = kvwire::priv_size;
@@ -133,23 +141,38 @@ std::vector<std::uint8_t> announcement(const Options &o)
     }
     const auto bytes = kvwire::encode(p);
     std::vector<std::uint8_t> out(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(len));
-    if (offers_auth(o)) {
-        // An authentication offer from a peer without the key: a fresh
-        // nonce, then (--bad-msg) no proof.
+    if (offers_auth(o) || !o.key.empty()) {
+        // An authentication offer: a fresh nonce, a zero proof; without
+        // the key (--bad-msg noproof, silent), no proof follows.
         out[offsetof(kverbs_cm_priv, flags) + 1] |= KVERBS_CM_F_AUTH;
         std::array<std::uint8_t, sizeof(kverbs_cm_auth)> auth{};
         std::random_device rd;
         for (std::size_t i = 0; i < KVERBS_CM_NONCE_LEN; ++i)
             auth[i] = static_cast<std::uint8_t>(rd());
+        if (nonce)
+            std::copy_n(auth.begin(), KVERBS_CM_NONCE_LEN, nonce->begin());
         out.insert(out.end(), auth.begin(), auth.end());
     }
     return out;
 }
 
+// The secret of --key-file, as the logon key holds it (16 to 64 bytes).
+std::vector<std::uint8_t> read_key(std::string_view path)
+{
+    std::ifstream f{std::string(path), std::ios::binary};
+    if (!f)
+        throw Error("--key-file: cannot read " + std::string(path));
+    std::vector<std::uint8_t> key{std::istreambuf_iterator<char>(f), {}};
+    if (key.size() < 16 || key.size() > 64)
+        throw Error("--key-file: the secret has " + std::to_string(key.size()) +
+                    " bytes, not 16 to 64");
+    return key;
+}
+
 Options parse_args(int argc, char **argv)
 {
     enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_bad_msg,
-           o_timeout, o_rd_atomic, o_version, o_withhold };
+           o_timeout, o_rd_atomic, o_version, o_withhold, o_key_file };
     static const option longopts[] = {
         {"server-addr", required_argument, nullptr, o_addr},
         {"port", required_argument, nullptr, o_port},
@@ -163,6 +186,7 @@ Options parse_args(int argc, char **argv)
         {"bad-msg", required_argument, nullptr, o_bad_msg},
         {"timeout-ms", required_argument, nullptr, o_timeout},
         {"withhold-ms", required_argument, nullptr, o_withhold},
+        {"key-file", required_argument, nullptr, o_key_file},
         {"help", no_argument, nullptr, 'h'},
         {"version", no_argument, nullptr, o_version},
         {nullptr, 0, nullptr, 0},
@@ -191,6 +215,7 @@ Options parse_args(int argc, char **argv)
         case o_bad: o.bad = arg; break;
         case o_bad_msg: o.bad_msg = arg; break;
         case o_timeout: o.timeout = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--timeout-ms", arg, 1, 3600000)); break;
+        case o_key_file: o.key = read_key(arg); break;
         case o_withhold: o.withhold = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--withhold-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
         case o_version: std::printf("kvping (kverbs) %s\n", KVERBS_VERSION); std::exit(exit_ok);
@@ -206,6 +231,8 @@ Options parse_args(int argc, char **argv)
                                                     "credits", "seq", "short"};
     if (std::ranges::find(bad_msgs, o.bad_msg) == std::end(bad_msgs))
         throw Error("--bad-msg: unknown kind '" + o.bad_msg + "' (see --help)");
+    if (!o.key.empty() && offers_auth(o))
+        throw Error("--key-file proves the key; --bad-msg " + o.bad_msg + " offers without it");
     if (o.size > o.max_msg)
         throw Error("--size " + std::to_string(o.size) + " exceeds our --max-msg " +
                     std::to_string(o.max_msg) + ", so the echo would not fit");
@@ -266,6 +293,8 @@ private:
     void withhold();
     std::pair<std::span<const std::uint8_t>, kvwire::KvmsgParse> received_message(const ibv_wc &wc);
     void send_ping(std::uint32_t seq);
+    void authenticate(std::span<const std::uint8_t> rep);
+    void send_proof(const kvwire::Proof &proof);
     void expect_close();
     [[nodiscard]] std::size_t slot_size() const noexcept
     {
@@ -288,6 +317,7 @@ private:
     std::uint32_t peer_max_msg_ = 0;
     // kvmsg state: credits toward the peer and both sequence numbers.
     kvwire::KvmsgCredits credits_{0};
+    kvwire::AuthInput auth_;           // with --key-file: both sides' view
     std::uint32_t tx_seq_ = 0;
     std::uint32_t rx_seq_ = 0;
 };
@@ -315,7 +345,12 @@ bool Client::connect()
 
     setup_verbs();
 
-    const auto priv = announcement(opt_);
+    const auto priv = announcement(opt_, &auth_.nc);
+    if (!opt_.key.empty()) {
+        std::copy_n(priv.begin(), auth_.client.size(), auth_.client.begin());
+        kvwire::auth_addr(&id_->route.addr.src_addr, auth_.client_addr);
+        kvwire::auth_addr(&id_->route.addr.dst_addr, auth_.server_addr);
+    }
     rdma_conn_param param{};
     param.private_data = priv.data();
     param.private_data_len = static_cast<std::uint8_t>(priv.size());
@@ -355,7 +390,76 @@ bool Client::connect()
         throw Error("peer accepted malformed private data (--bad " + opt_.bad + ")");
     peer_max_msg_ = peer.value.max_msg;
     credits_ = kvwire::KvmsgCredits(peer.value.depth);
+    if (!opt_.key.empty())
+        authenticate(private_data(*ev));
     return true;
+}
+
+// The accept's nonce and proof: check the server's proof, then send ours
+// as the first message, as kverbs/auth.c's connecting side does.
+void Client::authenticate(std::span<const std::uint8_t> rep)
+{
+    if (rep.size() < kvwire::priv_size + sizeof(kverbs_cm_auth) ||
+        !(rep[offsetof(kverbs_cm_priv, flags) + 1] & KVERBS_CM_F_AUTH))
+        throw Error("the server answered our key with no proof (it has none)");
+    const auto *a = rep.data() + kvwire::priv_size;
+    std::copy_n(a + offsetof(kverbs_cm_auth, nonce), KVERBS_CM_NONCE_LEN, auth_.ns.begin());
+    std::copy_n(rep.begin(), auth_.server.size(), auth_.server.begin());
+    kvwire::Proof got{}, want{}, ours{};
+    std::copy_n(a + offsetof(kverbs_cm_auth, proof), KVERBS_CM_PROOF_LEN, got.begin());
+    if (!kvwire::auth_proof(opt_.key, true, auth_, want) ||
+        !kvwire::auth_proof(opt_.key, false, auth_, ours))
+        throw Error("HMAC-SHA256 failed (libcrypto)");
+    if (!kvwire::proof_equal(got, want))
+        throw Error("the server's proof is wrong (another key)");
+    send_proof(ours);
+    std::printf("kvping: the server proved the key; our proof sent\n");
+}
+
+// KVMSG_TYPE_AUTH with @proof, the first message; waits for its send.
+void Client::send_proof(const kvwire::Proof &proof)
+{
+    std::uint16_t grant = 0;
+    if (!credits_.take(grant))
+        throw Error("no send credit for the proof");
+    const std::span<std::uint8_t> buf(send_buf_);
+    if (buf.size() < kvwire::kvmsg_header + proof.size())
+        throw Error("send buffer too small for the proof");
+    std::copy(proof.begin(), proof.end(), buf.begin() + kvwire::kvmsg_header);
+    kvwire::kvmsg_put(buf, kvwire::KvmsgHeader{.type = KVMSG_TYPE_AUTH, .credits = grant,
+                                               .seq = tx_seq_++,
+                                               .len = static_cast<std::uint32_t>(proof.size())});
+    ibv_sge sge{};
+    sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
+    sge.length = static_cast<std::uint32_t>(kvwire::kvmsg_header + proof.size());
+    sge.lkey = send_mr_->lkey;
+    ibv_send_wr wr{};
+    wr.wr_id = send_wr_id;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    ibv_send_wr *bad_wr = nullptr;
+    if (const int err = ibv_post_send(qp_.get(), &wr, &bad_wr); err != 0)
+        kvping::throw_err("ibv_post_send", err);
+    // One send in flight at a time (max_send_wr 1): the next waits for this.
+    const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
+    for (;;) {
+        ibv_wc wc{};
+        const int n = ibv_poll_cq(cq_.get(), 1, &wc);
+        if (n < 0)
+            throw Error("ibv_poll_cq failed");
+        if (n == 1 && wc.wr_id == send_wr_id) {
+            if (wc.status != IBV_WC_SUCCESS)
+                throw Error(std::string("the proof's send failed: ") +
+                            ibv_wc_status_str(wc.status));
+            return;
+        }
+        if (n == 1)
+            throw Error("a message from the server before our proof was sent");
+        if (std::chrono::steady_clock::now() > deadline)
+            throw Error("the proof's send did not complete");
+        std::this_thread::sleep_for(1ms);
+    }
 }
 
 void Client::setup_verbs()
