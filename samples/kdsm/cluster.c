@@ -1064,8 +1064,12 @@ static void kdsm_ping_work(struct work_struct *w)
 		spin_unlock_bh(&kd->lock);
 		return;
 	}
+	/*
+	 * Only to members: a connection whose HELLO did not match yet gets
+	 * nothing of ours (the acceptor's rule, see the top of this file).
+	 */
 	for (n = 1; n <= kd->geo.nnodes; n++)
-		if (n != kd->geo.self)
+		if (n != kd->geo.self && kd->peers[n].hello)
 			kdsm_xmit_locked(kd, n, &s);	/* busy: no need */
 	queue_delayed_work(kdsm_wq, &kd->ping_work,
 			   msecs_to_jiffies(KDSM_PING_MS));
