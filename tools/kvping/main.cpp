@@ -293,6 +293,7 @@ private:
     void withhold();
     std::pair<std::span<const std::uint8_t>, kvwire::KvmsgParse> received_message(const ibv_wc &wc);
     void send_ping(std::uint32_t seq);
+    void post_send(std::uint32_t len);
     void authenticate(std::span<const std::uint8_t> rep);
     void send_proof(const kvwire::Proof &proof);
     void expect_close();
@@ -429,18 +430,7 @@ void Client::send_proof(const kvwire::Proof &proof)
     kvwire::kvmsg_put(buf, kvwire::KvmsgHeader{.type = KVMSG_TYPE_AUTH, .credits = grant,
                                                .seq = tx_seq_++,
                                                .len = static_cast<std::uint32_t>(proof.size())});
-    ibv_sge sge{};
-    sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
-    sge.length = static_cast<std::uint32_t>(kvwire::kvmsg_header + proof.size());
-    sge.lkey = send_mr_->lkey;
-    ibv_send_wr wr{};
-    wr.wr_id = send_wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_SEND;
-    ibv_send_wr *bad_wr = nullptr;
-    if (const int err = ibv_post_send(qp_.get(), &wr, &bad_wr); err != 0)
-        kvping::throw_err("ibv_post_send", err);
+    post_send(static_cast<std::uint32_t>(kvwire::kvmsg_header + proof.size()));
     // One send in flight at a time (max_send_wr 1): the next waits for this.
     const auto deadline = std::chrono::steady_clock::now() + opt_.timeout;
     for (;;) {
@@ -545,9 +535,15 @@ void Client::send_ping(std::uint32_t seq)
         wire_len = 8;
     kvwire::kvmsg_put(buf, h);
 
+    post_send(wire_len);
+}
+
+// Posts the first @len bytes of send_buf_ (one send in flight at a time).
+void Client::post_send(std::uint32_t len)
+{
     ibv_sge sge{};
     sge.addr = reinterpret_cast<std::uintptr_t>(send_buf_.data());
-    sge.length = wire_len;
+    sge.length = len;
     sge.lkey = send_mr_->lkey;
     ibv_send_wr wr{};
     wr.wr_id = send_wr_id;
