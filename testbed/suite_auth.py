@@ -26,6 +26,13 @@ AUTH_TIMEOUT_S = 10
 AUTH_TIMEOUT_SLACK_S = 15
 
 
+def nobody_kvping(ip, port, opts):
+    """A shell line: kvping as nobody to @ip:@port with @opts, then its
+    exit status as rc=N (the samples' suites' crafted peer)."""
+    return (f"{NOBODY} {KVPING} --server-addr {ip} --port {port} {opts}; "
+            "echo rc=$?")
+
+
 def _keys(n0, n1):
     """The same secret on both nodes under KEY; another one on n1."""
     for n in (n0, n1):

@@ -16,7 +16,7 @@ import re
 import time
 
 from .common import HarnessError, build_dir
-from . import initramfs, kbuild, rdma_res, udsm
+from . import initramfs, kbuild, rdma_res, suite_auth, udsm
 
 # Test sizes: each run takes seconds under TCG (defaults: the apps' own).
 APPS = {"sor": "--size 256 --iters 6", "lu": "--size 128",
@@ -278,9 +278,7 @@ def refusal_checks(res, suite, nodes):
 def nobody_kvping(n0, opts):
     """A shell line: kvping as nobody to @n0's kdsm port claiming node 2,
     with @opts, then its exit status as rc=N."""
-    return ("/kvlab/bin/setpriv --reuid 65534 --regid 65534 --clear-groups "
-            f"/kvlab/bin/kvping --server-addr {n0.ip} --port 18600 "
-            f"--node-id 2 {opts}; echo rc=$?")
+    return suite_auth.nobody_kvping(n0.ip, 18600, f"--node-id 2 {opts}")
 
 
 def claimed_id_check(res, suite, pair):

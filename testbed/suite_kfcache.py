@@ -18,6 +18,7 @@ import shutil
 
 from .common import HarnessError, build_dir
 from . import fcache_env, fcache_tree, initramfs, kbuild, rdma_res
+from .suite_auth import nobody_kvping
 
 MODS = ("kverbs.ko", "kfcache_srv.ko", "kfcache.ko")
 BINS = ("tools/kfcache/kfcachectl", "tools/kvping/kvping", "/usr/bin/setpriv")
@@ -256,10 +257,9 @@ def _keyed(res, suite, srv, cli):
     st0 = _stats(srv)
     cli.run(f"printf '%s' '{KFC_SECRET}' > /tmp/kfc.key; chmod 644 "
             "/tmp/kfc.key", timeout=30)
-    r = cli.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
-                f"--clear-groups /kvlab/bin/kvping --server-addr {srv.ip} "
-                f"--port {KEYED_PORT} --node-id 7 --key-file /tmp/kfc.key "
-                "--bad-msg idle --timeout-ms 40000; echo rc=$?", timeout=90)
+    r = cli.run(nobody_kvping(srv.ip, KEYED_PORT, "--node-id 7 --key-file "
+                              "/tmp/kfc.key --bad-msg idle --timeout-ms 40000"),
+                timeout=90)
     st = _stats(srv)
     res.check(suite, "a keyed server: a peer that proves the key but never "
               "mounts is closed at the 10 s mount deadline (kvping exit 4), "

@@ -23,6 +23,7 @@ import re
 
 from .common import HarnessError, build_dir
 from . import initramfs, kbuild
+from .suite_auth import nobody_kvping
 
 MODS = ("kverbs.ko", "kvmem.ko", "kmigrate.ko")
 BINS = ("tools/kmigrate/kmigrate", "tools/kmigrate/apps/kmigrate-sum",
@@ -295,10 +296,8 @@ def _idle_source(res, name, a, b):
     connected (kvping exit 4), counts it as expired (kmigrate status) and
     logs it; no arena is made."""
     s0 = _status(b)["stats"]
-    r = a.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
-              f"--clear-groups /kvlab/bin/kvping --server-addr {b.ip} "
-              f"--port {PORT} --node-id 7 --bad-msg idle --timeout-ms 30000;"
-              " echo rc=$?", timeout=90)
+    r = a.run(nobody_kvping(b.ip, PORT, "--node-id 7 --bad-msg idle "
+                            "--timeout-ms 30000"), timeout=90)
     st = _status(b)
     blog = b.run("dmesg | tail -n 10", timeout=30).out
     res.check(name, "a connection that asks for no migration is closed at "
@@ -317,10 +316,9 @@ def _idle_source_keyed(res, name, a, b):
     s0 = _status(b)["stats"]
     a.run(f"printf '%s' '{SECRET}' > /tmp/kmig.key; chmod 644 /tmp/kmig.key",
           timeout=30)
-    r = a.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
-              f"--clear-groups /kvlab/bin/kvping --server-addr {b.ip} "
-              f"--port {PORT} --node-id 7 --key-file /tmp/kmig.key "
-              "--bad-msg idle --timeout-ms 30000; echo rc=$?", timeout=90)
+    r = a.run(nobody_kvping(b.ip, PORT, "--node-id 7 --key-file "
+                            "/tmp/kmig.key --bad-msg idle --timeout-ms 30000"),
+              timeout=90)
     st = _status(b)
     res.check(name, "a keyed destination: a peer that proves the key but "
               "asks for no migration is closed at the 10 s deadline "
