@@ -342,8 +342,10 @@ def _idle_peers(res, suite, srv, cli):
     (counted as unmounted); the mounts read meanwhile, and a new mount
     works after.  mount_ms is 30 s here, so that slow guests fill the
     host's share long before the first idle one is closed."""
-    conn_re = rf"peer {re.escape(cli.ip)}:\d+ state connected"
-    any_re = rf"peer {re.escape(cli.ip)}:\d+ state"
+    # [0-9], not \d: the guest's grep -E (POSIX ERE) reads \d as "d",
+    # so a \d pattern counted nothing and these loops only ran out.
+    conn_re = rf"peer {re.escape(cli.ip)}:[0-9]+ state connected"
+    any_re = rf"peer {re.escape(cli.ip)}:[0-9]+ state"
     # Earlier connections still closing count until their teardown ends.
     out = srv.run(f"for i in $(seq 100); do [ $(grep -cE '{any_re}' "
                   f"{EP_SRV}) = $(grep -cE '{conn_re}' {EP_SRV}) ] && break;"
