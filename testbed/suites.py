@@ -3,6 +3,7 @@
 Each suite records its cases in a Results; a HarnessError inside a suite is
 one failed case naming the cause, and the run goes on with the next suite.
 """
+import os
 import re
 import shutil
 import tarfile
@@ -37,6 +38,12 @@ KUNIT_SKIPPABLE = {
 def meson_build():
     """Configure (once) and build the C++ user space; return the build dir."""
     bdir = build_dir() / "meson"
+    # ccache (meson uses it when on PATH) hashes absolute paths and the
+    # working directory by default, so each fresh clone (CI's) missed
+    # every entry: rewrite paths under the checkout as relative ones and
+    # leave the directory out, so clones at other paths share the cache.
+    os.environ.setdefault("CCACHE_BASEDIR", str(REPO))
+    os.environ.setdefault("CCACHE_NOHASHDIR", "1")
     if not (bdir / "build.ninja").exists():
         run(["meson", "setup", str(bdir), str(REPO)], timeout=300)
     run(["meson", "compile", "-C", str(bdir)], timeout=900)
