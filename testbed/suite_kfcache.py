@@ -15,6 +15,7 @@ ordinary tools:
 kmemleak) with the tmpfs export only."""
 import re
 import shutil
+import time
 
 from .common import HarnessError, build_dir
 from . import fcache_env, fcache_tree, initramfs, kbuild, rdma_res
@@ -560,18 +561,41 @@ def _bad_input(res, suite, srv, cli, mnt):
 
 
 def _unload_mid_read(res, suite, srv, cli, mnts, disk):
+    """rmmod kfcache_srv while a reader is really in flight (issue 26: the
+    old check's md5sum could be served whole from the client's cache).
+    Both sides drop their caches; the reader reads big.bin a page per dd,
+    2,048 commands, far longer than the test waits, says when it started
+    and prints the status of the command that ended it.  rmmod comes once
+    it has read pages; the reader must end with an error (not run to the
+    end) within FAIL_BOUND_S of the rmmod, measured on the host."""
+    pages = (8 << 20) // 4096
     srv.run("sync; echo 3 > /proc/sys/vm/drop_caches", timeout=60)
-    cli.run(f"(md5sum {mnts[-1]}/big.bin; echo rc=$?) > /tmp/unload.log "
-            "2>&1 &", timeout=30)
-    r = srv.run(f"sleep 1; rmmod kfcache_srv; echo rmmod=$?", timeout=120)
+    cli.run("sync; echo 3 > /proc/sys/vm/drop_caches; rm -f /tmp/unload.log; "
+            f"(i=0; while [ $i -lt {pages} ]; do dd if={mnts[-1]}/big.bin "
+            "of=/dev/null bs=4096 skip=$i count=1 2>/dev/null || "
+            "{ echo rc=$? at=$i; exit; }; i=$((i + 1)); "
+            "[ $i = 8 ] && echo started; done; echo rc=0 at=$i) "
+            "> /tmp/unload.log 2>&1 &", timeout=30)
+    st = cli.run("for i in $(seq 100); do grep -q started /tmp/unload.log "
+                 "&& break; sleep 0.2; done; cat /tmp/unload.log", timeout=60)
+    t0 = time.monotonic()
+    r = srv.run("rmmod kfcache_srv; echo rmmod=$?", timeout=120)
     w = cli.run(f"for i in $(seq {FAIL_BOUND_S * 2}); do grep -q rc= "
                 "/tmp/unload.log && break; sleep 0.5; done; "
-                "cat /tmp/unload.log; cat /mnt/tree/sizes/one >/dev/null; "
-                "echo after=$?", timeout=FAIL_BOUND_S + 60)
-    res.check(suite, "rmmod kfcache_srv under a reader: the reader ends "
-              f"within {FAIL_BOUND_S} s (data or an error), later reads "
-              "fail with an error", "rmmod=0" in r.out and "rc=" in w.out and
-              "after=1" in w.out, f"{r.out}\n{w.out}")
+                "cat /tmp/unload.log", timeout=FAIL_BOUND_S + 60)
+    took = time.monotonic() - t0
+    a = cli.run("cat /mnt/tree/sizes/one >/dev/null; echo after=$?",
+                timeout=60)
+    m = re.search(r"rc=(\d+) at=(\d+)", w.out)
+    res.check(suite, "rmmod kfcache_srv under a reader in flight (both "
+              "caches dropped, a page per read): the reader fails with an "
+              f"error within {FAIL_BOUND_S} s, before the file's end; later "
+              "reads fail", "started" in st.out and "rmmod=0" in r.out and
+              m is not None and m.group(1) != "0" and
+              int(m.group(2)) < pages and took <= FAIL_BOUND_S and
+              "after=1" in a.out,
+              f"{st.out}\n{r.out}\n{w.out}\n{a.out}\nreader ended "
+              f"{took:.1f} s after rmmod began")
     u = cli.run("for m in " + " ".join(mnts) + "; do umount $m; "
                 "echo umount=$?; done", timeout=120)
     res.check(suite, "the dead mounts unmount", u.out.count("umount=0") ==
@@ -592,9 +616,12 @@ def _kill_mid_read(res, suite, c, srv, cli):
     if not res.check(suite, "remount with -o timeout=10000", r.rc == 0,
                      r.out):
         return
-    cli.run("(md5sum /mnt/tree/big.bin; for i in $(seq 20); do "
-            "cat /mnt/tree/small/d0*/* > /dev/null || break; sleep 0.2; "
-            "done; echo rc=$?) > /tmp/kill.log 2>&1 &", timeout=60)
+    # rc= is the status of the command that ended the reader (it was the
+    # for loop's, always 0): data or an error both end it.
+    cli.run("(md5sum /mnt/tree/big.bin; r=0; for i in $(seq 20); do "
+            "cat /mnt/tree/small/d0*/* > /dev/null || { r=$?; break; }; "
+            "sleep 0.2; done; echo rc=$r) > /tmp/kill.log 2>&1 &",
+            timeout=60)
     srv.kill()
     w = cli.run(f"for i in $(seq {FAIL_BOUND_S * 2}); do grep -q rc= "
                 "/tmp/kill.log && break; sleep 0.5; done; cat /tmp/kill.log; "
