@@ -353,20 +353,20 @@ def _idle_peers(res, suite, srv, cli):
                   f" sleep 0.2; done; cat {EP_SRV}", timeout=60).out
     mounts = len(re.findall(conn_re, out))
     n = PER_HOST - mounts
-    kv = ("/kvlab/bin/setpriv --reuid 65534 --regid 65534 --clear-groups "
-          f"/kvlab/bin/kvping --server-addr {srv.ip} --port {KFC_PORT} "
-          "--node-id 7 --bad-msg idle")
+    def kv(ms):
+        return nobody_kvping(srv.ip, KFC_PORT,
+                             f"--node-id 7 --bad-msg idle --timeout-ms {ms}")
     st0, busy0 = _stats(srv), _accept_busy(srv)
     srv.run(f"dmesg -c > /dev/null; echo {MOUNT_S * 1000} > {MOUNT_PARAM}",
             timeout=30)
-    cli.run(f"rm -f /tmp/idle*.out; for i in $(seq {n}); do ({kv} "
-            f"--timeout-ms {MOUNT_S * 3 * 1000}; echo rc=$?) > /tmp/idle$i.out"
-            " 2>&1 & done", timeout=30)
+    cli.run(f"rm -f /tmp/idle*.out; for i in $(seq {n}); do "
+            f"({kv(MOUNT_S * 3 * 1000)}) > /tmp/idle$i.out 2>&1 & done",
+            timeout=30)
     r = srv.run(f"for i in $(seq 150); do [ $(grep -cE '{conn_re}' {EP_SRV}) "
                 f"-ge {PER_HOST} ] && break; sleep 0.1; done; cat {EP_SRV}",
                 timeout=60)
     held = len(re.findall(conn_re, r.out))
-    r2 = cli.run(f"{kv} --timeout-ms 10000; echo rc=$?", timeout=60)
+    r2 = cli.run(kv(10000), timeout=60)
     srv.run(f"echo 10000 > {MOUNT_PARAM}", timeout=30)
     r3 = cli.run("ls /mnt/tree | wc -l", timeout=60)
     log = srv.run("dmesg | tail -n 20", timeout=30).out
