@@ -36,7 +36,11 @@
  *              handling is busy when its teardown runs);
  *   nodone     a read, a page read and an atomic without a completion
  *              callback are refused (-EINVAL) before anything is posted,
- *              and the connection still reads.
+ *              and the connection still reads;
+ *   deadline   connect with a deadline of @count ms (kverbs'
+ *              test_connect_delay_ms makes the handshake end after it):
+ *              ->connected and ->disconnected must run if and only if the
+ *              connect returned an endpoint.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -69,7 +73,7 @@ module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive depth");
 static char *scenario = "echo";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave or nodone");
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave, nodone or deadline");
 static uint count = 100;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "client: round trips or cycles");
@@ -464,10 +468,20 @@ static int kvtest_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	return 0;
 }
 
+/* Callbacks the client's domain ran, for the deadline scenario. */
+static atomic_t kvtest_client_up = ATOMIC_INIT(0);
+static atomic_t kvtest_client_down = ATOMIC_INIT(0);
+
+static void kvtest_client_connected(struct kverbs_ep *ep)
+{
+	atomic_inc(&kvtest_client_up);
+}
+
 static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
 {
 	struct kvtest_client *c = kverbs_ep_priv(ep);
 
+	atomic_inc(&kvtest_client_down);
 	if (!c)
 		return;
 	WRITE_ONCE(c->down, true);
@@ -475,6 +489,7 @@ static void kvtest_client_disconnected(struct kverbs_ep *ep, int err)
 }
 
 static const struct kverbs_domain_ops kvtest_client_ops = {
+	.connected = kvtest_client_connected,
 	.disconnected = kvtest_client_disconnected,
 };
 
@@ -753,6 +768,39 @@ static int kvtest_large_read(struct kverbs_ep *ep, struct kvtest_client *c)
 	return ret;
 }
 
+/*
+ * One connect whose handshake ends after its deadline of @count ms, then
+ * the domain's destruction, after which every callback has run: the
+ * domain's ->connected and ->disconnected ran once each if the connect
+ * returned an endpoint, and never if it failed.
+ */
+static int kvtest_deadline(struct kvtest_client *c,
+			   struct sockaddr_storage *dst)
+{
+	struct kverbs_ep *ep;
+	long err = 0;
+	int up, down;
+
+	init_completion(&c->reply);
+	ep = kverbs_ep_connect(kvtest_dom, (struct sockaddr *)dst, count, c);
+	if (IS_ERR(ep))
+		err = PTR_ERR(ep);
+	else
+		kverbs_ep_close(ep);
+	kverbs_domain_destroy(kvtest_dom);
+	kvtest_dom = NULL;
+	up = atomic_read(&kvtest_client_up);
+	down = atomic_read(&kvtest_client_down);
+	if (err ? up || down : up != 1 || down != 1) {
+		pr_err("deadline: connect %ld, ->connected %d, ->disconnected %d: inconsistent\n",
+		       err, up, down);
+		return -EPROTO;
+	}
+	pr_info("deadline: connect %ld, ->connected %d, ->disconnected %d\n",
+		err, up, down);
+	return 0;
+}
+
 static int kvtest_client(void)
 {
 	static struct kvtest_client c;
@@ -773,6 +821,8 @@ static int kvtest_client(void)
 	if (IS_ERR(kvtest_dom))
 		return PTR_ERR(kvtest_dom);
 
+	if (!strcmp(scenario, "deadline"))
+		return kvtest_deadline(&c, &dst);
 	if (!strcmp(scenario, "reconnect")) {
 		for (i = 0; i < count; i++) {
 			ep = kvtest_connect(&c, &dst);

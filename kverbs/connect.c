@@ -449,6 +449,34 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 }
 
+/*
+ * The deadline of kverbs_ep_connect() passed: decide, under ep->lock where
+ * kverbs_ep_connected() moves to CONNECTED and sets NOTIFIED, who won.
+ * Notified: the handshake did; the peer holds an established connection,
+ * the domain's ->connected() is running and returns soon, and failing now
+ * would tear down what both sides just set up.  Otherwise the deadline
+ * did: a CONNECTING endpoint moves to CLOSING, so a handshake ending later
+ * is refused and ->connected() and ->disconnected() never run for an
+ * endpoint whose connect failed.  Returns true if the handshake won.
+ */
+static bool kverbs_ep_connect_deadline(struct kverbs_ep *ep)
+{
+	bool won;
+
+	if (kverbs_test_undo(KVERBS_UNDO_DEADLINE)) {
+		won = test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+		kverbs_test_delay(connect);
+		return won;
+	}
+	spin_lock_bh(&ep->lock);
+	won = test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags);
+	if (!won && ep->state == KVERBS_EP_CONNECTING)
+		kverbs_ep_change_state(ep, KVERBS_EP_CLOSING);
+	spin_unlock_bh(&ep->lock);
+	kverbs_test_delay(connect);
+	return won;
+}
+
 /**
  * kverbs_ep_connect - connect to a kverbs peer
  * @dom: domain of the new endpoint
@@ -457,6 +485,9 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
  *	connection established by then waits for the domain's ->connected()
  * @priv: the endpoint's pointer (kverbs_ep_priv()), set before any
  *	callback for it can run
+ *
+ * The domain's ->connected() and ->disconnected() run for the endpoint
+ * if and only if this returns it.
  *
  * Context: process; sleeps (killable) until connected, refused or timed out.
  * Return: a connected endpoint, to be released with kverbs_ep_close(), or
@@ -503,12 +534,7 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 
 	left = wait_for_completion_killable_timeout(&ep->done_connecting,
 						    msecs_to_jiffies(timeout_ms));
-	/*
-	 * Connected at the deadline: the peer holds an established
-	 * connection and the domain's ->connected() is running; failing now
-	 * would tear down what both sides just set up.  It returns soon.
-	 */
-	if (!left && test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags))
+	if (!left && kverbs_ep_connect_deadline(ep))
 		left = wait_for_completion_killable(&ep->done_connecting) ?
 		       -ERESTARTSYS : 1;
 	if (left <= 0) {

@@ -233,7 +233,10 @@ void kverbs_ep_connected(struct kverbs_ep *ep)
 	bool ok, wait = test_bit(KVERBS_EP_F_AUTH_WAIT, &ep->flags);
 	int ret = 0;
 
+	if (!test_bit(KVERBS_EP_F_ACCEPTED, &ep->flags))
+		kverbs_test_delay(connect);	/* past kverbs_ep_connect()'s deadline */
 	spin_lock_bh(&ep->lock);
+	/* Refused once kverbs_ep_connect()'s deadline moved it to CLOSING. */
 	ok = kverbs_ep_change_state(ep, KVERBS_EP_CONNECTED);
 	if (ok) {
 		kverbs_upper->connected(ep);

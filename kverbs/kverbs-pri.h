@@ -55,6 +55,7 @@ extern unsigned int kverbs_signal_interval;
 #ifdef KVERBS_TESTING
 #include <linux/delay.h>
 extern unsigned int kverbs_test_unbind_delay_ms;
+extern unsigned int kverbs_test_connect_delay_ms;
 extern unsigned int kverbs_test_undo_mask;
 extern unsigned int kverbs_test_auth_mask;
 /* Test builds: sleep where a race window is, so tests hit it every time. */
@@ -74,6 +75,7 @@ extern unsigned int kverbs_test_auth_mask;
 #define KVERBS_UNDO_DOWN_WQ	2	/* teardown on the deferral workqueue */
 #define KVERBS_UNDO_DEPTH_CLAMP	4	/* accept answers its own READ depths */
 #define KVERBS_UNDO_PEER_WAIT	8	/* deferred handlers wait for a peer */
+#define KVERBS_UNDO_DEADLINE	16	/* connect deadline outside ep->lock */
 
 /*
  * One per RDMA device, created by the ib_client add callback.

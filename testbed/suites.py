@@ -970,11 +970,44 @@ def _regressions(res, suite, n0, n1):
                  "large: 256 MiB region, 7 pages read in")
     _withholder(res, suite, n0, n1)
     _withholder(res, suite, n0, n1, undo=True)
+    _connect_deadline(res, suite, n0, n1)
+    _connect_deadline(res, suite, n0, n1, undo=True)
     _listener_on_address(res, suite, n0, n1)
     _unbind_vs_reconnect(res, suite, n0, n1)
 
 
 KVTEST_EPS = "/sys/kernel/debug/kverbs/kvtest-server.*/endpoints"
+
+
+def _connect_deadline(res, suite, n0, n1, undo=False):
+    """Issue 26, review defect 6d: a connect whose handshake ends as its
+    deadline passes.  Test builds' test_connect_delay_ms=1000 makes the
+    client's handshake end 1 s late and its deadline decision (500 ms)
+    sleep 1 s before it acts, so the handshake ends in between: the
+    connect fails with -ETIMEDOUT and the client domain's ->connected and
+    ->disconnected must not run.  @undo: the deadline decided outside
+    ep->lock again (test_undo=16): both run for the failed endpoint."""
+    what = ("with the fix undone (test_undo=16), " if undo else "") + \
+        "a handshake ending after connect's deadline"
+    p = "/sys/module/kverbs/parameters"
+    n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
+    r = n1.run(f"echo 1000 > {p}/test_connect_delay_ms; "
+               f"echo {16 if undo else 0} > {p}/test_undo; "
+               f"{kvtest(n1, n0, scenario='deadline', count=500)}; "
+               f"echo rc=$?; echo 0 > {p}/test_connect_delay_ms; "
+               f"echo 0 > {p}/test_undo; rmmod kvtest 2>/dev/null; "
+               "dmesg | grep 'kvtest: deadline' | tail -n 1", timeout=120)
+    n0.run("rmmod kvtest", timeout=120)
+    if undo:
+        ok = "rc=0" not in r.out and "inconsistent" in r.out and \
+            "->connected 1" in r.out
+        res.check(suite, f"{what}: the failed endpoint got ->connected "
+                  "(the check can fail)", ok, r.out)
+    else:
+        res.check(suite, f"{what}: the connect fails (-ETIMEDOUT) and "
+                  "the domain gets neither ->connected nor ->disconnected",
+                  "rc=0" in r.out and "deadline: connect -110, ->connected "
+                  "0, ->disconnected 0" in r.out, r.out)
 
 
 def _withholder(res, suite, n0, n1, undo=False):
