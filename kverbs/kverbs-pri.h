@@ -56,6 +56,7 @@ extern unsigned int kverbs_signal_interval;
 #include <linux/delay.h>
 extern unsigned int kverbs_test_unbind_delay_ms;
 extern unsigned int kverbs_test_connect_delay_ms;
+extern unsigned int kverbs_test_listen_delay_ms;
 extern unsigned int kverbs_test_undo_mask;
 extern unsigned int kverbs_test_auth_mask;
 /* Test builds: sleep where a race window is, so tests hit it every time. */
@@ -76,6 +77,7 @@ extern unsigned int kverbs_test_auth_mask;
 #define KVERBS_UNDO_DEPTH_CLAMP	4	/* accept answers its own READ depths */
 #define KVERBS_UNDO_PEER_WAIT	8	/* deferred handlers wait for a peer */
 #define KVERBS_UNDO_DEADLINE	16	/* connect deadline outside ep->lock */
+#define KVERBS_UNDO_REMOVED_ID	32	/* removal work acts on state, not id */
 
 /*
  * One per RDMA device, created by the ib_client add callback.
@@ -558,6 +560,12 @@ struct kverbs_listener {
 	struct rdma_cm_id *cm_id;
 	enum kverbs_listener_state state;
 	struct sockaddr_storage addr;
+	/*
+	 * The id whose device went away: written by the CM handler (no
+	 * lock), taken under @lock by whoever owns that id, the removal
+	 * work once it is @cm_id, or the creator about to publish it.
+	 */
+	struct rdma_cm_id *removed_id;
 	struct work_struct removal_work;
 	struct list_head dormant_node;
 	struct list_head dom_node;

@@ -16,8 +16,15 @@
  * keeps the same struct kverbs_listener throughout; debugfs and the log
  * say which state it is in.
  *
- * Locking: kverbs_listener.lock (mutex) protects @cm_id, @state and the
- * dormant list membership; kverbs_listeners_lock protects the dormant list
+ * The event names an id, and that id is what must be destroyed: it may be
+ * one not published as @cm_id yet (kverbs_listen() and the relisten work
+ * create, bind and listen before they publish).  The handler records it
+ * as @removed_id; whoever owns the id takes it from there under the
+ * listener's lock: the removal work if it is @cm_id, else its creator,
+ * which then destroys it instead of publishing it.
+ *
+ * Locking: kverbs_listener.lock (mutex) protects @cm_id, @state, taking
+ * @removed_id and the dormant list membership; kverbs_listeners_lock protects the dormant list
  * and is taken before any listener's lock.  The CM handler takes neither.
  * No id is created or destroyed under a listener's lock: rdma_destroy_id()
  * waits for the id's handler, which (accepting) takes dom->lock, and
@@ -150,8 +157,9 @@ static int kverbs_listener_cm_handler(struct rdma_cm_id *id,
 	case RDMA_CM_EVENT_CONNECT_REQUEST:
 		return kverbs_listener_request(l, id, ev);
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		/* Only address-bound listeners get this. */
+		/* Only address-bound listeners get this, once per id. */
 		trace_kverbs_listener_removal(l, 0);
+		WRITE_ONCE(l->removed_id, id);
 		queue_work(system_long_wq, &l->removal_work);
 		return 0;
 	default:
@@ -186,9 +194,29 @@ static struct rdma_cm_id *kverbs_listener_new_id(struct kverbs_listener *l)
 }
 
 /*
+ * Publish @id, just created, bound and listening, as @l's id unless its
+ * device went away meanwhile.  Context: @l->lock held.  Return: true if
+ * published; false if the caller must destroy @id (after unlocking).
+ */
+static bool kverbs_listener_publish(struct kverbs_listener *l,
+				    struct rdma_cm_id *id)
+{
+	lockdep_assert_held(&l->lock);
+	if (READ_ONCE(l->removed_id) == id &&
+	    !kverbs_test_undo(KVERBS_UNDO_REMOVED_ID)) {
+		WRITE_ONCE(l->removed_id, NULL);
+		return false;
+	}
+	l->cm_id = id;
+	l->state = KVERBS_LISTENER_LISTENING;
+	return true;
+}
+
+/*
  * The device under an address-bound listener went away.  The listener
  * joins the dormant list only once its old id is destroyed, so a retry
- * never races the old id for the address.
+ * never races the old id for the address.  An id not yet published is
+ * its creator's to destroy (kverbs_listener_publish()).
  */
 static void kverbs_listener_removal_work(struct work_struct *work)
 {
@@ -198,7 +226,10 @@ static void kverbs_listener_removal_work(struct work_struct *work)
 	bool dormant;
 
 	mutex_lock(&l->lock);
-	if (l->state == KVERBS_LISTENER_LISTENING) {
+	if (kverbs_test_undo(KVERBS_UNDO_REMOVED_ID) ?
+	    l->state == KVERBS_LISTENER_LISTENING :
+	    l->cm_id && READ_ONCE(l->removed_id) == l->cm_id) {
+		WRITE_ONCE(l->removed_id, NULL);
 		id = l->cm_id;
 		l->cm_id = NULL;
 		l->state = KVERBS_LISTENER_DORMANT;
@@ -239,15 +270,15 @@ static void kverbs_relisten_work(struct work_struct *work)
 			trace_kverbs_listener_relisten(l, PTR_ERR(id));
 			continue;
 		}
+		kverbs_test_delay(listen);
 		mutex_lock(&l->lock);
-		if (l->state == KVERBS_LISTENER_DORMANT) {
-			l->cm_id = id;
-			l->state = KVERBS_LISTENER_LISTENING;
+		if (l->state == KVERBS_LISTENER_DORMANT &&
+		    kverbs_listener_publish(l, id)) {
 			list_del_init(&l->dormant_node);
 			id = NULL;
 		}
 		mutex_unlock(&l->lock);
-		if (id) {
+		if (id) {	/* closed, or its device went away already */
 			rdma_destroy_id(id);
 			continue;
 		}
@@ -310,13 +341,16 @@ void kverbs_listeners_exit(void)
  *
  * Context: process; may sleep.
  * Return: the listener, or ERR_PTR: -EINVAL (no or unsupported address),
- * -EADDRINUSE, -EADDRNOTAVAIL, -ESHUTDOWN (domain being destroyed),
+ * -EADDRINUSE, -EADDRNOTAVAIL (no device has the address, or its device
+ * went away as listening started), -ESHUTDOWN (domain being destroyed),
  * -ENOMEM, or an rdma_cm error.
  */
 struct kverbs_listener *kverbs_listen(struct kverbs_domain *dom,
 				      const struct sockaddr *addr)
 {
 	struct kverbs_listener *l;
+	struct rdma_cm_id *id;
+	bool published;
 	int ret;
 
 	might_sleep();
@@ -334,14 +368,24 @@ struct kverbs_listener *kverbs_listen(struct kverbs_domain *dom,
 	       sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
 
 	l->state = KVERBS_LISTENER_CLOSED;
-	l->cm_id = kverbs_listener_new_id(l);
-	if (IS_ERR(l->cm_id)) {
-		ret = PTR_ERR(l->cm_id);
+	id = kverbs_listener_new_id(l);
+	if (IS_ERR(id)) {
+		ret = PTR_ERR(id);
 		/* A DEVICE_REMOVAL between bind and listen queued this. */
 		cancel_work_sync(&l->removal_work);
 		goto out_free;
 	}
-	l->state = KVERBS_LISTENER_LISTENING;
+	kverbs_test_delay(listen);
+	mutex_lock(&l->lock);
+	published = kverbs_listener_publish(l, id);
+	mutex_unlock(&l->lock);
+	if (!published) {
+		/* The address's device went away as we started listening. */
+		rdma_destroy_id(id);
+		cancel_work_sync(&l->removal_work);
+		ret = -EADDRNOTAVAIL;
+		goto out_free;
+	}
 
 	mutex_lock(&dom->lock);
 	if (dom->dying) {

@@ -44,6 +44,12 @@ module_param_named(test_unbind_delay_ms, kverbs_test_unbind_delay_ms, uint,
 MODULE_PARM_DESC(test_unbind_delay_ms,
 		 "test builds: sleep this long inside domain unbind");
 
+unsigned int kverbs_test_listen_delay_ms;
+module_param_named(test_listen_delay_ms, kverbs_test_listen_delay_ms, uint,
+		   0644);
+MODULE_PARM_DESC(test_listen_delay_ms,
+		 "test builds: a new listening id waits this long before it is published");
+
 unsigned int kverbs_test_connect_delay_ms;
 module_param_named(test_connect_delay_ms, kverbs_test_connect_delay_ms, uint,
 		   0644);
@@ -57,7 +63,7 @@ MODULE_PARM_DESC(test_connect_delay_ms,
 unsigned int kverbs_test_undo_mask;
 module_param_named(test_undo, kverbs_test_undo_mask, uint, 0644);
 MODULE_PARM_DESC(test_undo,
-		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp, 8: deferred handlers wait for a peer's credits, 16: a connect deadline decided outside ep->lock)");
+		 "test builds: undo fixes (1: reads without a callback, 2: teardown on the deferral workqueue, 4: accept depth clamp, 8: deferred handlers wait for a peer's credits, 16: a connect deadline decided outside ep->lock, 32: listener removal acting on its state, not on the removed id)");
 
 /*
  * Test builds only: an active endpoint sends a proof a peer must refuse
