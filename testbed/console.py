@@ -1,8 +1,8 @@
 """Scan guest console logs for kernel reports that fail a run.
 
 A test whose own check passed still fails when the guest printed an oops,
-BUG, WARNING, KASAN, KCSAN, UBSAN, lockdep, kmemleak, hung-task, lockup,
-page allocation failure or stray stack-trace report.
+BUG, SLUB consistency, WARNING, KASAN, KCSAN, UBSAN, lockdep, kmemleak,
+hung-task, lockup, page allocation failure or stray stack-trace report.
 
 Each pattern matches a report's headline, not its body, so that boot
 chatter naming the same subsystems ("Lock dependency validator", "kmemleak:
@@ -62,8 +62,12 @@ PATTERNS = [
     # die() headline: "Oops: 0000 [#1] ...", "invalid opcode: 0000 [#1]",
     # "general protection fault, ...: 0000 [#1]".
     ("oops", re.compile(r"\bOops\b|: [0-9a-f]{4} \[#\d+\]|"
-                        r"general protection fault|"
+                        r"general protection fault|PANIC: double fault|"
                         r"unable to handle (?:kernel|page)")),
+    # SLUB's consistency checks (slub_debug=FZPU): "BUG <cache> (Not
+    # tainted): Poison overwritten", "... Object already free", ...
+    ("slab corruption", re.compile(r"\bBUG \S+ \((?:Not tainted|"
+                                   r"Tainted: [^)]*)\): ")),
     ("BUG", re.compile(r"\bBUG:|kernel BUG at")),
     ("WARNING", re.compile(r"WARNING: .*(?:CPU|at )|^WARNING: |"
                            r"-+\[ cut here \]-+")),

@@ -35,6 +35,8 @@ EXPECTED = {
     "kmemleak.log": ["kmemleak"] * 3,               # summary + 2 objects
     "page_alloc_failure.log": ["page allocation failure"],
     "call_trace.log": ["call trace"],
+    # slub_debug=FZPU on a 6.12 guest, then the double fault it precedes
+    "slub_poison.log": ["slab corruption", "oops"],
 }
 
 # Every headline kernel/locking/lockdep.c (6.1) can print, plus the
