@@ -1,14 +1,18 @@
 """Debian distro kernels for the guests: resolve, download, unpack, cache.
 
-A series ("6.1", "6.12") maps to the newest linux-image-amd64 meta package
-version of that series; its dependency names the image package and its
-exact version.  The matching headers package ("linux-headers-" + ABI) is
+A series ("6.1", "6.12") maps to the newest version of that series among
+Debian's meta packages for it: linux-image-amd64 (bookworm's 6.1,
+bookworm-backports' 6.12) and linux-image-<series>-amd64 (the 6.12 that
+bookworm-security carries for Debian 12, which gets rxe's fixes before
+backports does).  The meta package's dependency names the image package
+and its exact version.  The matching headers package ("linux-headers-" + ABI) is
 installed on the host at that same version, for module builds and DKMS:
 our modules' vermagic and symbol versions are checked against the guest.
 The image package itself is only unpacked, never installed on the host.
 
-Cache layout (cache_dir()/kernels): series-<S> holds "<abi> <image pkg>";
-<abi>/.unpacked holds the image's package version.
+Cache layout (cache_dir()/kernels): series-<S> holds "<abi> <image pkg>
+<policy>"; <abi>/.unpacked holds the image's package version.  A marker
+written under another POLICY is stale: the series is resolved again.
 """
 import os
 import re
@@ -19,6 +23,10 @@ from .common import HarnessError, cache_dir, log, run
 from . import deps
 
 SUPPORTED = ("6.1", "6.12")
+
+# Bump when the choice of kernel for a series changes, so cached choices
+# are made again.  2: linux-image-<series>-amd64 considered.
+POLICY = "2"
 
 
 class Kernel:
@@ -45,9 +53,10 @@ def _newer(a, b):
 
 def _image_package(series):
     """(image package, exact version) behind the newest meta package."""
+    metas = ["linux-image-amd64", f"linux-image-{series}-amd64"]
+
     def show():
-        return run(["apt-cache", "show", "linux-image-amd64"],
-                   check=False).stdout
+        return run(["apt-cache", "show"] + metas, check=False).stdout
     text = show()
     if "Version:" not in text:
         deps.apt_update()
@@ -111,9 +120,11 @@ def _cached(series):
     marker is removed, so consecutive runs test the same kernel."""
     marker = cache_dir() / "kernels" / f"series-{series}"
     try:
-        abi, pkg = marker.read_text().split()[:2]
+        abi, pkg, policy = marker.read_text().split()[:3]
         ver = (cache_dir() / "kernels" / abi / ".unpacked").read_text()
     except (OSError, ValueError):
+        return None
+    if policy != POLICY:
         return None
     k = Kernel(series, abi, pkg, cache_dir() / "kernels" / abi, ver.strip())
     if k.version and k.vmlinuz.exists() and k.headers.exists() and \
@@ -153,5 +164,5 @@ def resolve(series):
     if not k.vmlinuz.exists():
         raise HarnessError(f"{pkg} has no {k.vmlinuz.name}")
     marker = cache_dir() / "kernels" / f"series-{series}"
-    marker.write_text(f"{abi} {pkg}\n")
+    marker.write_text(f"{abi} {pkg} {POLICY}\n")
     return k
