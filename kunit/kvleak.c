@@ -4,6 +4,10 @@
  * kmemleak check reports a real leak (a check that cannot fail proves
  * nothing).  Built only with KVERBS_KUNIT=m, never shipped.
  *
+ * @fault plants another kind of report instead, for the console scanner:
+ * "warn" a WARN_ON(), "uaf" a one-byte read of a freed object (KASAN's
+ * "slab-use-after-free"), after which the module loads normally.
+ *
  * Module init allocates one 1 KiB object per @count, fills it with a
  * marker and drops the only pointer; the objects stay allocated after
  * rmmod.  kmemleak reports an object only when it is older than its
@@ -20,6 +24,32 @@ static uint count = 1;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "objects to leak, 1..16");
 
+static char *fault = "";
+module_param(fault, charp, 0444);
+MODULE_PARM_DESC(fault, "plant a report instead of leaking: warn or uaf");
+
+/* Not inlined: the report's stack names this function. */
+static noinline int kvleak_plant(void)
+{
+	char *p;
+	char c;
+
+	if (!strcmp(fault, "warn")) {
+		WARN_ON(1);
+		return 0;
+	}
+	if (strcmp(fault, "uaf"))
+		return -EINVAL;
+	p = kmalloc(64, GFP_KERNEL);
+	if (!p)
+		return -ENOMEM;
+	kfree(p);
+	OPTIMIZER_HIDE_VAR(p);	/* the compiler must not see the use */
+	c = READ_ONCE(p[8]);	/* KASAN reports this read */
+	pr_info("read %d from a freed object\n", c);
+	return 0;
+}
+
 /* Not inlined: the leak's backtrace names this function. */
 static noinline void *kvleak_alloc(void)
 {
@@ -34,6 +64,13 @@ static int __init kvleak_init(void)
 {
 	uint i;
 
+	if (*fault) {
+		int ret = kvleak_plant();
+
+		if (!ret)
+			pr_info("planted: %s\n", fault);
+		return ret;
+	}
 	if (!count || count > 16)
 		return -EINVAL;
 	for (i = 0; i < count; i++)

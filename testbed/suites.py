@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .common import (REPO, HarnessError, build_dir, cache_dir, log,
                      require_tool, run)
-from . import dkms, kbuild, rdma_res
+from . import console, dkms, kbuild, rdma_res
 from .suite_auth import NOBODY, auth_checks
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
@@ -1359,6 +1359,7 @@ def suite_integration_debug(res, variant="debug"):
                           "scans) finds nothing", r.rc == 0 and not leaks,
                           r.out + leaks[-3000:])
             _kmemleak_catches(res, name, n0)
+            _planted_reports(res, name, n1)
         res.add(name, "guest consoles clean (KASAN, lockdep, ...)", True)
     except HarnessError as e:
         res.add(name, "cluster run", False, e)
@@ -1376,6 +1377,23 @@ def _kmemleak_catches(res, suite, n):
               "kmemleak check", r.rc == 0 and "unreferenced object" in leaks
               and "kvleak_alloc" in leaks, r.out + leaks[-3000:])
     n.run("echo clear > /sys/kernel/debug/kmemleak", timeout=120)
+
+
+def _planted_reports(res, suite, n):
+    """The console scan fails a run on a WARNING or a KASAN report: one of
+    each, planted by kvleak.ko (test-only) in a real guest, must be found
+    by the same scanner, by kind and on the lines it was printed."""
+    for fault, kind in (("warn", "WARNING"), ("uaf", "KASAN")):
+        with n.expect_report(kind):
+            r = n.run(f"insmod /kvlab/modules/kvleak.ko fault={fault} && "
+                      "rmmod kvleak", timeout=60)
+        _k, first, last = n.expected[-1]
+        found = [f for f in console.scan(n.console_path)
+                 if first <= f.lineno <= last]
+        res.check(suite, f"planted {kind} (kvleak.ko fault={fault}) found "
+                  "by the console scan", r.rc == 0 and
+                  any(f.kind == kind for f in found),
+                  r.out + "\n" + "\n".join(str(f) for f in found))
 
 
 def suite_kvmem_debug(res):
