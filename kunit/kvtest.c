@@ -37,6 +37,8 @@
  *   nodone     a read, a page read and an atomic without a completion
  *              callback are refused (-EINVAL) before anything is posted,
  *              and the connection still reads;
+ *   freed      planted fault: an RDMA write from a page freed before
+ *              the post, which test builds of kverbs must WARN about;
  *   deadline   connect with a deadline of @count ms (kverbs'
  *              test_connect_delay_ms makes the handshake end after it):
  *              ->connected and ->disconnected must run if and only if the
@@ -73,7 +75,7 @@ module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive depth");
 static char *scenario = "echo";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave, nodone or deadline");
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave, nodone, deadline or freed");
 static uint count = 100;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "client: round trips or cycles");
@@ -730,6 +732,35 @@ out:
 }
 
 /*
+ * Planted fault for test builds' page check (kverbs/rdma_pages.c): an
+ * RDMA write from a page freed before the post.  The device only reads
+ * the page, and what it reads lands in the server's region, so nothing
+ * of this guest is overwritten; kverbs must WARN "unreferenced at post".
+ */
+static int kvtest_freed(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	struct kvtest_wait w;
+	struct page *page;
+	int ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	page = alloc_page(GFP_KERNEL);
+	if (!page)
+		return -ENOMEM;
+	__free_page(page);
+	init_completion(&w.done);
+	ret = kverbs_rdma_write_pages(ep, &page, 1, &c->msg.remote,
+				      kvtest_rdma_done, &w, 0);
+	if (ret)
+		return ret;
+	wait_for_completion(&w.done);
+	pr_info("freed: written from a freed page, status %d\n", w.status);
+	return 0;
+}
+
+/*
  * The server's @large MiB region, granted in extents: read the first and
  * last page of several extents, each holding its own index.
  */
@@ -863,6 +894,8 @@ static int kvtest_client(void)
 		ret = kvtest_leave(ep);
 	} else if (!strcmp(scenario, "nodone")) {
 		ret = kvtest_nodone(ep, &c);
+	} else if (!strcmp(scenario, "freed")) {
+		ret = kvtest_freed(ep, &c);
 	} else if (!strcmp(scenario, "greet")) {
 		ret = kvtest_wait(&c, KVTEST_GREETING, 0);
 		if (!ret && c.received != 1)

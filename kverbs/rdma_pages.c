@@ -19,7 +19,8 @@
 
 /*
  * One operation in flight: its pages' DMA addresses, for the unmap in
- * kverbs_pages_done().  Freed there.
+ * kverbs_pages_done().  Freed there.  Test builds keep the pages too,
+ * after the @n addresses (kverbs_pages_check()).
  */
 struct kverbs_pages_op {
 	struct ib_device *ibdev;
@@ -29,6 +30,42 @@ struct kverbs_pages_op {
 	unsigned int n;
 	u64 dma[];
 };
+
+#ifdef KVERBS_TESTING
+#define KVERBS_PO_PAGES(n)	((size_t)(n) * sizeof(struct page *))
+
+static struct page **kverbs_po_pages(struct kverbs_pages_op *po)
+{
+	return (struct page **)&po->dma[po->n];
+}
+
+/*
+ * Test builds: the caller must hold every page of an operation from its
+ * post to its completion.  A page whose count is zero at either point was
+ * freed, and the device reads or writes memory that may be reused
+ * elsewhere; WARN, which fails any suite run (the console scan).
+ */
+static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
+{
+	struct page **pages = kverbs_po_pages(po);
+	unsigned int i;
+
+	for (i = 0; i < po->n; i++)
+		WARN_ONCE(page_ref_count(pages[i]) <= 0,
+			  "kverbs: page %u of %u unreferenced %s\n", i, po->n,
+			  when);
+}
+#else
+#define KVERBS_PO_PAGES(n)	0
+static struct page **kverbs_po_pages(struct kverbs_pages_op *po)
+{
+	return NULL;
+}
+
+static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
+{
+}
+#endif
 
 static void kverbs_pages_unmap(struct kverbs_pages_op *po, unsigned int n)
 {
@@ -42,6 +79,7 @@ static void kverbs_pages_done(void *arg, int status)
 {
 	struct kverbs_pages_op *po = arg;
 
+	kverbs_pages_check(po, "at completion");
 	kverbs_pages_unmap(po, po->n);
 	ib_device_put(po->ibdev);
 	if (po->done)
@@ -101,7 +139,7 @@ static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	if (!ibdev)
 		goto out_put;
 	ret = -ENOMEM;
-	po = kmalloc(struct_size(po, dma, npages),
+	po = kmalloc(struct_size(po, dma, npages) + KVERBS_PO_PAGES(npages),
 		     kverbs_may_wait(flags) ? GFP_KERNEL : GFP_ATOMIC);
 	if (!po)
 		goto out_dev;
@@ -110,6 +148,10 @@ static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	po->ctx = ctx;
 	po->dir = opcode == IB_WR_RDMA_READ ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	po->n = npages;
+	if (KVERBS_PO_PAGES(1)) {
+		memcpy(kverbs_po_pages(po), pages, KVERBS_PO_PAGES(npages));
+		kverbs_pages_check(po, "at post");
+	}
 	for (i = 0; i < npages; i++) {
 		po->dma[i] = ib_dma_map_page(po->ibdev, pages[i], 0, PAGE_SIZE,
 					     po->dir);

@@ -1350,6 +1350,8 @@ def suite_integration_debug(res, variant="debug"):
             auth_checks(res, name, n0, n1, kping, test_build=True)
             _device_removal(res, name, n0, n1)
             _regressions(res, name, n0, n1)
+            # client n0: the kvleak plants below are n1's
+            _planted_freed_page(res, name, n1, n0)
             for n in (n0, n1):
                 r = n.run("rmmod krdma 2>/dev/null; rmmod kping 2>/dev/null; "
                           "rmmod kverbs",
@@ -1394,6 +1396,24 @@ def _planted_reports(res, suite, n):
                   "by the console scan", r.rc == 0 and
                   any(f.kind == kind for f in found),
                   r.out + "\n" + "\n".join(str(f) for f in found))
+
+
+def _planted_freed_page(res, suite, n0, n1):
+    """Test builds of kverbs check that every page of an RDMA operation is
+    referenced at its post and completion (the 6.12 corruption hunt): an
+    RDMA write from a page kvtest freed first must give that WARNING.
+    Late in the run of the client @n1, and not on the node of the other
+    plants: KASAN may report the device's read of the freed page too, and
+    both report once per boot."""
+    n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
+    with n1.expect_report("WARNING"), n1.expect_report("KASAN"):
+        r = n1.run(f"{kvtest(n1, n0, scenario='freed')}; echo rc=$?; "
+                   "rmmod kvtest 2>/dev/null; dmesg | grep -E "
+                   "'unreferenced|kvtest: freed' | tail -n 3", timeout=120)
+    n0.run("rmmod kvtest", timeout=120)
+    res.check(suite, "planted: an RDMA write from a freed page gives the "
+              "page check's WARNING (test builds)", "rc=0" in r.out and
+              "unreferenced at post" in r.out, r.out)
 
 
 def suite_kvmem_debug(res):
