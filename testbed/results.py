@@ -3,6 +3,11 @@
 A skip is neither a pass nor a failure: it is counted and listed with its
 reason, so a run that silently tests less shows it in its last line,
 "N passed, N failed, N skipped".
+
+A set-up step (a module loads, a server starts) is not a claim about the
+product: done, it is listed but not counted as a pass; failed, it is a
+failure of its suite ("set-up: ..."), since what it prepared was not
+tested.  The phase times give each suite's claims checked.
 """
 import time
 
@@ -16,6 +21,7 @@ class Results:
     def __init__(self):
         self.cases = []          # (suite, name, ok, detail)
         self.skips = []          # (suite, name, why)
+        self.setups = []         # (suite, name) of set-up steps done
         self.timings = []        # (suite, seconds)
 
     def add(self, suite, name, ok, detail=""):
@@ -38,6 +44,15 @@ class Results:
         self.add(suite, name, cond, detail)
         return cond
 
+    def setup(self, suite, name, cond, detail=""):
+        """A set-up step: not a pass when done, a failure when not."""
+        if not cond:
+            self.add(suite, f"set-up: {name}", False, detail)
+            return cond
+        self.setups.append((suite, name))
+        print(f"  [ OK ] {suite}: set-up: {name}", flush=True)
+        return cond
+
     @property
     def passed(self):
         return sum(1 for c in self.cases if c[2])
@@ -54,9 +69,12 @@ class Results:
         return _Timer(self, suite)
 
     def summary(self):
-        lines = ["", "phase times:"]
+        lines = ["", "phase times (claims checked, set-up steps):"]
         for suite, secs in self.timings:
-            lines.append(f"  {suite:<20} {secs:7.1f}s")
+            claims = sum(1 for c in self.cases if c[0] == suite)
+            steps = sum(1 for s in self.setups if s[0] == suite)
+            lines.append(f"  {suite:<20} {secs:7.1f}s  {claims:4d} claims"
+                         f"  {steps:3d} set-up")
         fails = [c for c in self.cases if not c[2]]
         if self.skips:
             lines.append("skipped:")

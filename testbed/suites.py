@@ -510,7 +510,7 @@ def _integration_body(res, suite, c, plain):
         _nic_notifies_by_flags(res, suite, n)
 
     r = n0.run(kping(n0), timeout=60)
-    res.check(suite, "kping server listens", r.rc == 0, r.out)
+    res.setup(suite, "kping server listens", r.rc == 0, r.out)
 
     r = n1.run(kping(n1, n0, count=10000, size=512) +
                " && dmesg | grep 'kping:' | tail -n 3", timeout=600)
@@ -825,7 +825,7 @@ def _rdma_res_qp(res, suite, n0):
 def _krdma(res, suite, n0, n1):
     """One-sided operations through per-region rkeys."""
     r = n0.run("insmod /kvlab/modules/krdma.ko", timeout=60)
-    res.check(suite, "krdma server loads", r.rc == 0, r.out)
+    res.setup(suite, "krdma server loads", r.rc == 0, r.out)
     r = n1.run(f"insmod /kvlab/modules/krdma.ko server={n0.ip} "
                f"node_id={n1.node_id}; echo rc=$?; dmesg | grep krdma: && "
                "rmmod krdma", timeout=300)
@@ -892,7 +892,7 @@ def _kvtest_pair(res, suite, n0, n1, what, server_params, client_params,
     mark1 = len(n1.run("dmesg", timeout=30).out.splitlines())
     r = n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0, **server_params),
                timeout=120)
-    res.check(suite, f"{what}: kvtest server loads", r.rc == 0, r.out)
+    res.setup(suite, f"{what}: kvtest server loads", r.rc == 0, r.out)
     r = n1.run(f"{kvtest(n1, n0, **client_params)}; echo rc=$?; "
                f"dmesg | tail -n +{mark1 + 1} | grep -E 'kvtest|kverbs'; "
                "rmmod kvtest 2>/dev/null", timeout=600)
@@ -1123,7 +1123,7 @@ def _unbind_vs_reconnect(res, suite, n0, n1):
     r = n0.run(kvtest(n0) + " && echo 1000 > "
                "/sys/module/kverbs/parameters/test_unbind_delay_ms",
                timeout=120)
-    res.check(suite, f"{what}: server loads, unbind delay set", r.rc == 0,
+    res.setup(suite, f"{what}: server loads, unbind delay set", r.rc == 0,
               r.out)
     n1.run(f"({kvtest(n1, n0, scenario='reconnect', count=150)}; "
            "echo rc=$?) > /tmp/reconnect.out 2>&1 &", timeout=30)
@@ -1159,10 +1159,10 @@ def suite_cluster4(res, kernel):
                      boot_timeout=180) as c:
             for n in c.nodes:
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=60)
-                res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
+                res.setup(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
             server = c.nodes[0]
             r = server.run(kping(server, rnr_retry=0), timeout=60)
-            res.check(name, "server listens", r.rc == 0, r.out)
+            res.setup(name, "server listens", r.rc == 0, r.out)
             for n in c.nodes[1:]:
                 n.run(f"({kping(n, server, count=2000, outstanding=8, rnr_retry=0)}; "
                       "echo rc=$? ) > /tmp/all2one.out 2>&1 &", timeout=30)
@@ -1247,7 +1247,7 @@ def suite_smp(res, kernel, name):
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko && nproc",
                           timeout=60)
-                res.check(name, f"{n.name}: kverbs loads on 2 vCPUs",
+                res.setup(name, f"{n.name}: kverbs loads on 2 vCPUs",
                           r.rc == 0 and r.out.strip().endswith("2"), r.out)
             r = n0.run(kping(n0, mode="poll"), timeout=60)
             res.check(name, "poll-mode server (a polling kthread)",
@@ -1335,9 +1335,9 @@ def suite_integration_debug(res, variant="debug"):
             n0, n1 = c.nodes
             for n in (n0, n1):
                 r = n.run("insmod /kvlab/modules/kverbs.ko", timeout=120)
-                res.check(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
+                res.setup(name, f"{n.name}: kverbs loads", r.rc == 0, r.out)
             r = n0.run(kping(n0), timeout=120)
-            res.check(name, "kping server listens", r.rc == 0, r.out)
+            res.setup(name, "kping server listens", r.rc == 0, r.out)
             r = n1.run(kping(n1, n0, count=500, size=512) +
                        " && rmmod kping", timeout=600)
             res.check(name, "kping 500 round trips under KASAN/lockdep",

@@ -448,6 +448,20 @@ class ResultsSkips(unittest.TestCase):
                          "1 passed, 0 failed, 0 skipped")
         self.assertNotIn("skipped:", res.summary())
 
+    def test_setup_steps(self):
+        """A set-up step done is no pass; failed, it fails its suite; the
+        phase times give claims and set-up steps per suite."""
+        res = Results()
+        with redirect_stdout(io.StringIO()):
+            with res.timed("s"):
+                self.assertTrue(res.setup("s", "server loads", True))
+                res.add("s", "a claim", True)
+                self.assertFalse(res.setup("s", "client loads", False, "x"))
+        self.assertEqual((res.passed, res.failed), (1, 1))
+        text = res.summary()
+        self.assertIn("  s: set-up: client loads", text)
+        self.assertRegex(text, r"\n  s +\d+\.\ds +2 claims +1 set-up\n")
+
     def test_failure_detail_in_summary(self):
         """CI keeps only the log's tail: the summary repeats a failure's
         detail (a dead guest's console tail), long ones cut in the
