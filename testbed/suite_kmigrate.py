@@ -143,11 +143,20 @@ def kmigrate_checks(res, name, c, kill=True):
     a, b = c.nodes[0], c.nodes[1]
     _setup(res, name, (a, b))
 
+    s0 = _status(b)["stats"]
     _migrate_once(res, name, a, b, "post-copy A -> B", "")
     st = _status_when(b, lambda s: not s.get("arenas"))
-    res.check(name, "post-copy: the destination pulled every page and "
-              "holds no arena once its process ended",
-              not st.get("arenas") and st["stats"]["in_done"] >= 1, st)
+    s1 = st["stats"]
+    # issue 26, item 7: every page the process filled (8 MiB: 2,048), by
+    # faults or the prefetcher, and this migration completed (in_done
+    # counts arenas whose every moving page arrived)
+    pulled = (s1["fault_pages"] + s1["prefetch_pages"] -
+              s0["fault_pages"] - s0["prefetch_pages"])
+    res.check(name, "post-copy: the destination pulled every page (at "
+              "least the 2,048 the process filled), completed, and holds "
+              "no arena once its process ended",
+              not st.get("arenas") and s1["in_done"] == s0["in_done"] + 1
+              and pulled >= 2048, (pulled, s0, s1))
     sa = _status_when(a, lambda s: not s.get("arenas"))
     res.check(name, "post-copy: the source's copy is freed",
               not sa.get("arenas") and sa["stats"]["out_done"] >= 1, sa)
