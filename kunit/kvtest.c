@@ -37,8 +37,8 @@
  *   nodone     a read, a page read and an atomic without a completion
  *              callback are refused (-EINVAL) before anything is posted,
  *              and the connection still reads;
- *   freed      planted fault: an RDMA write from a page freed before
- *              the post, which test builds of kverbs must WARN about;
+ *   freed      planted fault: an RDMA write from a page whose count
+ *              reads zero, which test builds of kverbs must WARN about;
  *   deadline   connect with a deadline of @count ms (kverbs'
  *              test_connect_delay_ms makes the handshake end after it):
  *              ->connected and ->disconnected must run if and only if the
@@ -733,9 +733,10 @@ out:
 
 /*
  * Planted fault for test builds' page check (kverbs/rdma_pages.c): an
- * RDMA write from a page freed before the post.  The device only reads
- * the page, and what it reads lands in the server's region, so nothing
- * of this guest is overwritten; kverbs must WARN "unreferenced at post".
+ * RDMA write from a page whose reference count reads zero, as a freed
+ * page's does.  The page is ours all along (its count frozen, not
+ * dropped), so the device reads valid memory and nothing else can take
+ * the page meanwhile; kverbs must WARN "unreferenced at post".
  */
 static int kvtest_freed(struct kverbs_ep *ep, struct kvtest_client *c)
 {
@@ -746,17 +747,24 @@ static int kvtest_freed(struct kverbs_ep *ep, struct kvtest_client *c)
 	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
 	if (ret)
 		return ret;
-	page = alloc_page(GFP_KERNEL);
+	page = alloc_page(GFP_KERNEL | __GFP_ZERO);
 	if (!page)
 		return -ENOMEM;
-	__free_page(page);
+	if (!page_ref_freeze(page, 1)) {
+		__free_page(page);
+		return -EBUSY;
+	}
 	init_completion(&w.done);
 	ret = kverbs_rdma_write_pages(ep, &page, 1, &c->msg.remote,
 				      kvtest_rdma_done, &w, 0);
+	if (!ret)
+		wait_for_completion(&w.done);
+	page_ref_unfreeze(page, 1);
+	__free_page(page);
 	if (ret)
 		return ret;
-	wait_for_completion(&w.done);
-	pr_info("freed: written from a freed page, status %d\n", w.status);
+	pr_info("freed: written from a page of count 0, status %d\n",
+		w.status);
 	return 0;
 }
 

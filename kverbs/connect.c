@@ -450,14 +450,19 @@ int kverbs_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 }
 
 /*
- * The deadline of kverbs_ep_connect() passed: decide, under ep->lock where
- * kverbs_ep_connected() moves to CONNECTED and sets NOTIFIED, who won.
- * Notified: the handshake did; the peer holds an established connection,
- * the domain's ->connected() is running and returns soon, and failing now
- * would tear down what both sides just set up.  Otherwise the deadline
+ * kverbs_ep_connect() stops waiting (its deadline, or a fatal signal):
+ * decide, under ep->lock where kverbs_ep_connected() moves to CONNECTED
+ * and sets NOTIFIED, who won.  Notified: the handshake did; the peer holds
+ * an established connection, the domain's ->connected() is running and
+ * returns soon, and the caller gets the endpoint.  Otherwise the deadline
  * did: a CONNECTING endpoint moves to CLOSING, so a handshake ending later
  * is refused and ->connected() and ->disconnected() never run for an
- * endpoint whose connect failed.  Returns true if the handshake won.
+ * endpoint whose connect failed.  (Teardown then destroys an id that may
+ * be established without rdma_disconnect(): the IB CM sends the DREQ when
+ * an established id is destroyed, and an iWARP QP in error closes.)
+ *
+ * Context: process; takes ep->lock (BH off).
+ * Return: true if the handshake won.
  */
 static bool kverbs_ep_connect_deadline(struct kverbs_ep *ep)
 {
@@ -489,7 +494,8 @@ static bool kverbs_ep_connect_deadline(struct kverbs_ep *ep)
  * The domain's ->connected() and ->disconnected() run for the endpoint
  * if and only if this returns it.
  *
- * Context: process; sleeps (killable) until connected, refused or timed out.
+ * Context: process; sleeps (killable) until connected, refused or timed
+ * out, except once the handshake won: then until ->connected() returned.
  * Return: a connected endpoint, to be released with kverbs_ep_close(), or
  * ERR_PTR: -ECONNREFUSED (the peer refused; the reason is logged),
  * -EACCES (authentication failed: a wrong key on either side, or only one
@@ -534,14 +540,21 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 
 	left = wait_for_completion_killable_timeout(&ep->done_connecting,
 						    msecs_to_jiffies(timeout_ms));
-	if (!left && kverbs_ep_connect_deadline(ep))
-		left = wait_for_completion_killable(&ep->done_connecting) ?
-		       -ERESTARTSYS : 1;
+	if (left <= 0 && kverbs_ep_connect_deadline(ep)) {
+		/* Not killable: ->connected() is running and returns soon. */
+		wait_for_completion(&ep->done_connecting);
+		left = 1;
+	}
 	if (left <= 0) {
 		ret = left ? -EINTR : -ETIMEDOUT;
 		goto fail;
 	}
-	if (READ_ONCE(ep->state) == KVERBS_EP_CONNECTED) {
+	/*
+	 * ->connected() ran: the endpoint is the caller's even if it is
+	 * going down already (->connected() may disconnect it, the peer may
+	 * have): its ->disconnected() follows.  Otherwise it never ran.
+	 */
+	if (test_bit(KVERBS_EP_F_NOTIFIED, &ep->flags)) {
 		trace_kverbs_ep_connect_done(ep, 0);
 		return ep;
 	}

@@ -551,8 +551,9 @@ enum kverbs_listener_state {
 };
 
 /*
- * Locking: @lock protects @cm_id, @state and @dormant_node (with
- * kverbs_listeners_lock, taken first); @dom_node is under dom->lock.
+ * Locking: @lock protects @cm_id, @state, taking @removed_id and
+ * @dormant_node (with kverbs_listeners_lock, taken first); @dom_node is
+ * under dom->lock.
  */
 struct kverbs_listener {
 	struct kverbs_domain *dom;

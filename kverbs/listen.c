@@ -21,11 +21,15 @@
  * create, bind and listen before they publish).  The handler records it
  * as @removed_id; whoever owns the id takes it from there under the
  * listener's lock: the removal work if it is @cm_id, else its creator,
- * which then destroys it instead of publishing it.
+ * which then destroys it instead of publishing it.  A removal that comes
+ * while kverbs_listen() starts the listener fails it (-EADDRNOTAVAIL);
+ * one that comes while the relisten work starts it again leaves it
+ * dormant, to retry.
  *
- * Locking: kverbs_listener.lock (mutex) protects @cm_id, @state, taking
- * @removed_id and the dormant list membership; kverbs_listeners_lock protects the dormant list
- * and is taken before any listener's lock.  The CM handler takes neither.
+ * Locking: kverbs_listener.lock (mutex) protects @cm_id, @state, the
+ * taking of @removed_id and the dormant list membership;
+ * kverbs_listeners_lock protects the dormant list and is taken before any
+ * listener's lock.  The CM handler takes neither.
  * No id is created or destroyed under a listener's lock: rdma_destroy_id()
  * waits for the id's handler, which (accepting) takes dom->lock, and
  * debugfs takes listener locks under dom->lock.
@@ -188,6 +192,8 @@ static struct rdma_cm_id *kverbs_listener_new_id(struct kverbs_listener *l)
 		ret = rdma_listen(id, 64);
 	if (ret) {
 		rdma_destroy_id(id);
+		/* Its removal, if it got one, is over: no later id matches. */
+		cmpxchg(&l->removed_id, id, NULL);
 		return ERR_PTR(ret);
 	}
 	return id;

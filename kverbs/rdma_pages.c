@@ -41,9 +41,12 @@ static struct page **kverbs_po_pages(struct kverbs_pages_op *po)
 
 /*
  * Test builds: the caller must hold every page of an operation from its
- * post to its completion.  A page whose count is zero at either point was
- * freed, and the device reads or writes memory that may be reused
- * elsewhere; WARN, which fails any suite run (the console scan).
+ * post to its completion.  A page whose count (its folio's, for a page of
+ * a large folio) is zero at either point was freed, and the device reads
+ * or writes memory that may be reused elsewhere; WARN, which fails any
+ * suite run (the console scan).  A tail page of a high-order allocation
+ * that is not a compound page reads 0 too: callers give order-0 pages,
+ * folios' pages or compound pages.
  */
 static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
 {
@@ -51,7 +54,7 @@ static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
 	unsigned int i;
 
 	for (i = 0; i < po->n; i++)
-		WARN_ONCE(page_ref_count(pages[i]) <= 0,
+		WARN_ONCE(page_count(pages[i]) <= 0,
 			  "kverbs: page %u of %u unreferenced %s\n", i, po->n,
 			  when);
 }
