@@ -80,6 +80,31 @@ def suite_unit(res):
                 res.skip("unit", name, why)
                 continue
             res.add("unit", name, not bad)
+    _default_install(res, bdir)
+
+
+# What `meson install` puts on a system by default: the operator's tools,
+# the libraries with their headers and pkg-config files; no test, benchmark
+# or demo program (those need -Dinstall_tests=true; issue 28).
+INSTALLED_TOOLS = {"kvping", "kdsmctl", "kfcachectl", "kmigrate"}
+
+
+def _default_install(res, bdir):
+    dest = bdir / "install-check"
+    shutil.rmtree(dest, ignore_errors=True)
+    p = run(["meson", "install", "-C", str(bdir), "--no-rebuild",
+             "--destdir", str(dest)], timeout=300, check=False)
+    files = [f.relative_to(dest) for f in dest.rglob("*") if f.is_file()]
+    shutil.rmtree(dest, ignore_errors=True)
+    bins = {f.name for f in files if f.parent.name == "bin"}
+    other = [str(f) for f in files if f.parent.name != "bin" and
+             not re.search(r"/(include/(kverbs|kvwire|kvgenl|kdsm|kmigrate)/"
+                           r"[\w.-]+\.hp?p?|lib/[\w-]+/(lib\w+\.a|pkgconfig/"
+                           r"\w+\.pc))$", "/" + str(f))]
+    res.check("unit", "meson install: the four tools, libraries, headers "
+              "and pkg-config files only (no test or benchmark program)",
+              p.returncode == 0 and bins == INSTALLED_TOOLS and not other,
+              f"{p.stdout[-1500:]}\nbin: {sorted(bins)}\nother: {other}")
 
 
 # ------------------------------------------------------------ harness tests
