@@ -62,13 +62,29 @@ extern unsigned int kverbs_test_auth_mask;
 /* Test builds: sleep where a race window is, so tests hit it every time. */
 #define kverbs_test_delay(name) msleep(READ_ONCE(kverbs_test_##name##_delay_ms))
 /* Test builds: is fix @bit (KVERBS_UNDO_*) undone for a regression proof? */
-#define kverbs_test_undo(bit)	(READ_ONCE(kverbs_test_undo_mask) & (bit))
+static inline bool kverbs_test_undo(unsigned int bit)
+{
+	return READ_ONCE(kverbs_test_undo_mask) & bit;
+}
+
 /* Test builds: does our proof go out broken (KVERBS_TEST_AUTH_*)? */
-#define kverbs_test_auth(bit)	(READ_ONCE(kverbs_test_auth_mask) & (bit))
+static inline bool kverbs_test_auth(unsigned int bit)
+{
+	return READ_ONCE(kverbs_test_auth_mask) & bit;
+}
 #else
-#define kverbs_test_delay(name) do { } while (0)
-#define kverbs_test_undo(bit)	0
-#define kverbs_test_auth(bit)	0
+/* No delay; @name is still one of the test_*_delay_ms above. */
+#define kverbs_test_delay(name) ((void)sizeof(#name))
+
+static inline bool kverbs_test_undo(unsigned int bit)
+{
+	return false;
+}
+
+static inline bool kverbs_test_auth(unsigned int bit)
+{
+	return false;
+}
 #endif
 #define KVERBS_TEST_AUTH_CORRUPT	1	/* one bit of our proof flipped */
 #define KVERBS_TEST_AUTH_REPLAY		2	/* the previous connection's proof */

@@ -58,14 +58,21 @@ static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
 			  "kverbs: page %u of %u unreferenced %s\n", i, po->n,
 			  when);
 }
-#else
-#define KVERBS_PO_PAGES(n)	0
-static struct page **kverbs_po_pages(struct kverbs_pages_op *po)
+
+/* Test builds: remember @po's pages (room for them is after @dma). */
+static void kverbs_pages_keep(struct kverbs_pages_op *po, struct page **pages)
 {
-	return NULL;
+	memcpy(kverbs_po_pages(po), pages, KVERBS_PO_PAGES(po->n));
+	kverbs_pages_check(po, "at post");
 }
+#else
+#define KVERBS_PO_PAGES(n)	((size_t)(n) * 0)
 
 static void kverbs_pages_check(struct kverbs_pages_op *po, const char *when)
+{
+}
+
+static void kverbs_pages_keep(struct kverbs_pages_op *po, struct page **pages)
 {
 }
 #endif
@@ -151,10 +158,7 @@ static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	po->ctx = ctx;
 	po->dir = opcode == IB_WR_RDMA_READ ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	po->n = npages;
-	if (KVERBS_PO_PAGES(1)) {
-		memcpy(kverbs_po_pages(po), pages, KVERBS_PO_PAGES(npages));
-		kverbs_pages_check(po, "at post");
-	}
+	kverbs_pages_keep(po, pages);
 	for (i = 0; i < npages; i++) {
 		po->dma[i] = ib_dma_map_page(po->ibdev, pages[i], 0, PAGE_SIZE,
 					     po->dir);

@@ -139,15 +139,19 @@ def suite_harness(res):
 
 # --------------------------------------------------------------- style/W=1
 def checkpatch():
-    """checkpatch.pl from Debian's linux-source tarball, extracted once."""
-    dst = cache_dir() / "checkpatch"
+    """checkpatch.pl from the newest of Debian's linux-source tarballs (the
+    strictest: 6.12's warns where 6.1's does not), extracted once per
+    tarball, so every machine checks with the same one."""
+    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"),
+                  key=lambda t: [int(x) for x in
+                                 re.findall(r"\d+", t.name.split("-")[-1])])
+    if not tars:
+        raise HarnessError("no /usr/src/linux-source-*.tar.xz for checkpatch",
+                           "apt-get install linux-source-6.12")
+    dst = cache_dir() / f"checkpatch-{tars[-1].name.split('.tar')[0]}"
     script = dst / "scripts" / "checkpatch.pl"
     if script.exists():
         return script
-    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"))
-    if not tars:
-        raise HarnessError("no /usr/src/linux-source-*.tar.xz for checkpatch",
-                           "apt-get install linux-source-6.1")
     want = ("scripts/checkpatch.pl", "scripts/spelling.txt",
             "scripts/const_structs.checkpatch")
     with tarfile.open(tars[-1]) as tf:

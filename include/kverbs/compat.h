@@ -46,7 +46,7 @@
 #elif IS_ENABLED(CONFIG_KUNIT)
 #error "KUnit kernels need <kunit/visibility.h> (Linux 6.3 or 6.1.y with the backport)"
 #else
-#define KVERBS_KUNIT_NOEXPORT(sym)
+#define KVERBS_KUNIT_NOEXPORT(sym) static_assert(1, #sym)
 #define VISIBLE_IF_KUNIT static
 #define EXPORT_SYMBOL_IF_KUNIT KVERBS_KUNIT_NOEXPORT
 #endif
