@@ -847,6 +847,7 @@ static int kvtest_client(void)
 		.ops = &kvtest_client_ops, .msg = &kvtest_client_msg,
 		.name = "kvtest-client", .node_id = node_id, .depth = depth,
 		.max_msg = 256, .max_eps = 2,
+		.write_pages = 1,	/* kvtest_freed()'s one page */
 	};
 	struct sockaddr_storage dst;
 	struct kverbs_ep *ep;
