@@ -374,11 +374,13 @@ class Rotation(unittest.TestCase):
         from testbed import cli
         flat = cli.CORE_SUITES + [s for g in cli.ROTATION for s in g]
         self.assertEqual(len(flat), len(set(flat)))
-        # every suite is in CI, or listed with the reason it is not yet
-        self.assertEqual(sorted(flat + list(cli.NOT_IN_CI)),
-                         sorted(cli.SUITES))
-        self.assertFalse(set(flat) & set(cli.NOT_IN_CI))
+        # every suite is in CI, or listed with the reason it is not
+        out = list(cli.FULL_ONLY) + list(cli.NOT_IN_CI)
+        self.assertEqual(sorted(flat + out), sorted(cli.SUITES))
+        self.assertEqual(len(out), len(set(out)))
+        self.assertFalse(set(flat) & set(out))
         self.assertTrue(all(cli.NOT_IN_CI.values()))
+        self.assertTrue(all(cli.FULL_ONLY.values()))
 
     def test_consecutive_commits_walk_every_group(self):
         from testbed import cli
