@@ -433,6 +433,11 @@ static int kvtest_server(void)
 	kvtest_listener = kverbs_listen(kvtest_dom, (struct sockaddr *)&ss);
 	if (IS_ERR(kvtest_listener)) {
 		ret = PTR_ERR(kvtest_listener);
+		/*
+		 * Busybox insmod, whose finit_module() fails, loads the
+		 * module again with init_module(): tests read the first.
+		 */
+		pr_err("listen on %pISpc: %d\n", &ss, ret);
 		goto out_mem;
 	}
 	pr_info("server listening on %pISpc\n", &ss);
