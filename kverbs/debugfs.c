@@ -17,7 +17,7 @@ static atomic_t kverbs_debugfs_seq = ATOMIC_INIT(0);
  */
 static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 {
-	u64 signaled, ops, reads, writes, atomics, regs, invs;
+	u64 signaled, ops, reads, writes, atomics, regs, invs, nudges;
 	u32 inflight, nfree;
 
 	spin_lock_bh(&ep->lock);
@@ -30,14 +30,15 @@ static void kverbs_debugfs_ep(struct seq_file *m, struct kverbs_ep *ep)
 	atomics = ep->sq.atomics;
 	regs = ep->sq.regs;
 	invs = ep->sq.invs;
+	nudges = ep->sq.nudges;
 	spin_unlock_bh(&ep->lock);
 
 	seq_printf(m, "ep %u qpn %u peer_node %u peer %pISpc state %s inflight %u signaled %llu ops %llu ops_free %u errors %lld",
 		   ep->id, kverbs_ep_qpn(ep), ep->peer_node, &ep->peer_addr,
 		   kverbs_ep_state_str(READ_ONCE(ep->state)), inflight,
 		   signaled, ops, nfree, atomic64_read(&ep->stat_errors));
-	seq_printf(m, " reads %llu writes %llu atomics %llu regs %llu invs %llu",
-		   reads, writes, atomics, regs, invs);
+	seq_printf(m, " reads %llu writes %llu atomics %llu regs %llu invs %llu nudges %llu",
+		   reads, writes, atomics, regs, invs, nudges);
 	kverbs_upper->show_ep(m, ep);
 	seq_putc(m, '\n');
 }

@@ -34,6 +34,7 @@
 #include <linux/slab.h>
 
 #include "kverbs-pri.h"
+#include "kverbs_trace.h"
 
 /*
  * Pages per extent: a power of two that the device maps per MR with one
@@ -96,6 +97,53 @@ static void kverbs_grant_wr_done(void *ctx, int status)
  * still on the queue, and that flush ends the wait.
  */
 #define KVERBS_LOCAL_WR_TIMEOUT	(10 * HZ)
+/* rxe: a LOCAL_INV pending this long may have lost its wake-up. */
+#define KVERBS_NUDGE_AFTER	(HZ / 5)
+
+/* Does @ep's device need kverbs_sq_nudge() for late invalidations? */
+static bool kverbs_grant_nudges(struct kverbs_ep *ep)
+{
+	bool rxe;
+
+	if (kverbs_test_undo(KVERBS_UNDO_NUDGE))
+		return false;
+	spin_lock_bh(&ep->lock);
+	rxe = ep->qp && ep->qp->device->ops.driver_id == RDMA_DRIVER_RXE;
+	spin_unlock_bh(&ep->lock);
+	return rxe;
+}
+
+/*
+ * Wait for @g's work requests, at most KVERBS_LOCAL_WR_TIMEOUT.  On rxe,
+ * which can lose a fenced LOCAL_INV's wake-up (kverbs_sq_nudge()), an
+ * invalidation still pending after KVERBS_NUDGE_AFTER gets a nudge, and
+ * another each KVERBS_NUDGE_AFTER while none is posted, until the
+ * endpoint goes down.  Context: process; sleeps (not killable: the WRs
+ * name our memory).  Return: true if all completed.
+ */
+static bool kverbs_grant_wait(struct kverbs_grant *g, bool reg)
+{
+	unsigned long end = jiffies + KVERBS_LOCAL_WR_TIMEOUT;
+	bool nudge = !reg && kverbs_grant_nudges(g->ep);
+	long left;
+	int ret;
+
+	for (;;) {
+		left = (long)(end - jiffies);
+		if (left <= 0)
+			return completion_done(&g->wr_done);
+		if (!nudge)
+			return wait_for_completion_timeout(&g->wr_done, left);
+		if (wait_for_completion_timeout(&g->wr_done,
+						min_t(long, left,
+						      KVERBS_NUDGE_AFTER)))
+			return true;
+		ret = kverbs_sq_nudge(g->ep);
+		trace_kverbs_nudge(g->ep, g->nmr, ret);
+		/* Gone down: the teardown's drain flushes what is posted. */
+		nudge = ret == 0 || ret == -EBUSY || ret == -EAGAIN;
+	}
+}
 
 /*
  * Post one REG_MR (@reg) or LOCAL_INV for each MR of @g and wait for them
@@ -142,7 +190,7 @@ static int kverbs_grant_post_all(struct kverbs_grant *g, bool reg)
 		}
 	}
 	if (!atomic_dec_and_test(&g->pending) &&
-	    !wait_for_completion_timeout(&g->wr_done, KVERBS_LOCAL_WR_TIMEOUT)) {
+	    !kverbs_grant_wait(g, reg)) {
 		kverbs_ep_log(err, ep,
 			      "%s of %u keys not complete after %u s; closing the connection\n",
 			      reg ? "registration" : "invalidation", g->nmr,

@@ -94,6 +94,7 @@ static inline bool kverbs_test_auth(unsigned int bit)
 #define KVERBS_UNDO_PEER_WAIT	8	/* deferred handlers wait for a peer */
 #define KVERBS_UNDO_DEADLINE	16	/* connect deadline outside ep->lock */
 #define KVERBS_UNDO_REMOVED_ID	32	/* removal work acts on state, not id */
+#define KVERBS_UNDO_NUDGE	64	/* no nudge for a late invalidation */
 
 /*
  * One per RDMA device, created by the ib_client add callback.
@@ -208,6 +209,7 @@ struct kverbs_sq {
 	u64 atomics;
 	u64 regs;
 	u64 invs;
+	u64 nudges;			/* kverbs_sq_nudge()'s writes */
 };
 
 /*
@@ -412,6 +414,7 @@ enum {
 	KVERBS_EP_F_AUTH_SEND,	/* active, keyed: our proof goes first */
 	KVERBS_EP_F_AUTH_FAILED,	/* counted in dom->auth_failures once */
 	KVERBS_EP_F_OP_STARVED,	/* a deferred handler found no op slot */
+	KVERBS_EP_F_NUDGING,	/* a kverbs_sq_nudge() write is posted */
 };
 
 /* An address in a proof: IPv6 (IPv4 v4-mapped), then the port. */
@@ -663,6 +666,7 @@ void kverbs_sq_reclaim_tail(struct kverbs_ep *ep);
 u32 kverbs_sq_used(struct kverbs_ep *ep);
 struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags);
 struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout);
+int kverbs_sq_nudge(struct kverbs_ep *ep);
 void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op);
 int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 		   struct ib_send_wr *wr);

@@ -262,6 +262,28 @@ DEFINE_EVENT(kverbs_listener_class, kverbs_listener_relisten,
 	     TP_PROTO(const struct kverbs_listener *l, int err),
 	     TP_ARGS(l, err));
 
+/*
+ * A grant's invalidation of @nmr keys was still pending after
+ * KVERBS_NUDGE_AFTER on rxe: kverbs_sq_nudge() posted a zero-length write
+ * (@err 0) or did not (-EBUSY: one is posted; -EAGAIN: no slot; else the
+ * endpoint is going down).
+ */
+TRACE_EVENT(kverbs_nudge,
+	    TP_PROTO(const struct kverbs_ep *ep, unsigned int nmr, int err),
+	    TP_ARGS(ep, nmr, err),
+	    TP_STRUCT__entry(__array(char, dom, KVERBS_NAME_LEN)
+			     __field(u32, ep)
+			     __field(u32, qpn)
+			     __field(u32, nmr)
+			     __field(int, err)),
+	    TP_fast_assign(KVERBS_TRACE_EP_ASSIGN(ep);
+			   __entry->nmr = nmr;
+			   __entry->err = err;),
+	    TP_printk("%s ep%u qpn=%u invalidation of %u keys late err=%d",
+		      __entry->dom, __entry->ep, __entry->qpn, __entry->nmr,
+		      __entry->err)
+);
+
 #endif /* _KVERBS_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

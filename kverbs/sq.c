@@ -552,6 +552,74 @@ struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout)
 	return op;
 }
 
+static void kverbs_sq_nudge_done(void *ctx, int status)
+{
+	struct kverbs_ep *ep = ctx;
+
+	clear_bit(KVERBS_EP_F_NUDGING, &ep->flags);
+}
+
+/**
+ * kverbs_sq_nudge - make rxe look at the send queue again
+ * @ep: endpoint
+ *
+ * rxe before 6.4 (its requester and completer in tasklets, on different
+ * CPUs) can lose the wake-up of a LOCAL_INV, which it fences behind every
+ * earlier work request: the completer retires the last of those just
+ * before the requester records that it waits, and nothing runs the
+ * requester again until another work request is posted.  This posts one:
+ * a zero-length RDMA WRITE, the one request that needs nothing at the
+ * peer (no receive; IBA C9-88: a zero-length RDMA operation's R_Key is
+ * not checked), which queues behind the invalidation and completes after
+ * it.  One at a time: a second could complete no sooner.  It takes an
+ * operation slot like any other request (``writes`` in debugfs counts it
+ * too); with none free, the 10 s bound of kverbs_grant_post_all() ends a
+ * lost invalidation.  A deferred handler's call does not mark @ep as
+ * starved (kverbs_op_take()): its handler asked for nothing.
+ *
+ * Context: process or softirq; not under @ep->lock.
+ * Return: 0 when posted, -EBUSY (one is posted already), -EAGAIN (no free
+ * slot), -ENOTCONN or the endpoint's error, or the provider's post error.
+ */
+int kverbs_sq_nudge(struct kverbs_ep *ep)
+{
+	struct ib_rdma_wr wr = { .wr.opcode = IB_WR_RDMA_WRITE };
+	struct kverbs_sq *sq = &ep->sq;
+	struct kverbs_op *op = NULL;
+	int ret = 0;
+
+	spin_lock_bh(&ep->lock);
+	if (ep->state != KVERBS_EP_CONNECTED)
+		ret = ep->error ?: -ENOTCONN;
+	else if (test_bit(KVERBS_EP_F_NUDGING, &ep->flags))
+		ret = -EBUSY;
+	else
+		op = list_first_entry_or_null(&sq->op_free, struct kverbs_op,
+					      node);
+	if (op) {
+		list_del_init(&op->node);
+		sq->op_nfree--;
+		set_bit(KVERBS_EP_F_NUDGING, &ep->flags);
+	} else if (!ret) {
+		ret = -EAGAIN;
+	}
+	spin_unlock_bh(&ep->lock);
+	if (ret)
+		return ret;
+	op->done = kverbs_sq_nudge_done;
+	op->ctx = ep;
+	ret = kverbs_op_post(ep, op, &wr.wr);
+	if (ret) {
+		clear_bit(KVERBS_EP_F_NUDGING, &ep->flags);
+		kverbs_op_put(ep, op);
+		return ret;
+	}
+	spin_lock_bh(&ep->lock);
+	sq->nudges++;
+	spin_unlock_bh(&ep->lock);
+	return 0;
+}
+
 /**
  * kverbs_op_put - give back an operation slot
  * @ep: endpoint
