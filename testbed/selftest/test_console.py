@@ -32,6 +32,7 @@ EXPECTED = {
     "hung_task.log": ["hung task"],
     "soft_lockup.log": ["soft lockup"],
     "rcu_stall.log": ["soft lockup"],
+    "wq_lockup.log": ["BUG"],                       # debug kernels' watchdog
     "kmemleak.log": ["kmemleak"] * 3,               # summary + 2 objects
     "page_alloc_failure.log": ["page allocation failure"],
     "call_trace.log": ["call trace"],
