@@ -42,13 +42,19 @@
  *   deadline   connect with a deadline of @count ms (kverbs'
  *              test_connect_delay_ms makes the handshake end after it):
  *              ->connected and ->disconnected must run if and only if the
- *              connect returned an endpoint.
+ *              connect returned an endpoint;
+ *   late       a grant revoked behind an RDMA read still in flight (the
+ *              test delays the client's packets): the invalidation is late,
+ *              kverbs nudges the send queue (kverbs_nudge trace event), the
+ *              revoke and the read complete and the connection still
+ *              echoes.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/inet.h>
+#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -75,7 +81,7 @@ module_param(depth, ushort, 0444);
 MODULE_PARM_DESC(depth, "receive depth");
 static char *scenario = "echo";
 module_param(scenario, charp, 0444);
-MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave, nodone, deadline or freed");
+MODULE_PARM_DESC(scenario, "client: echo, reconnect, sqfull, greet, scope, large, leave, nodone, deadline, freed or late");
 static uint count = 100;
 module_param(count, uint, 0444);
 MODULE_PARM_DESC(count, "client: round trips or cycles");
@@ -774,6 +780,56 @@ static int kvtest_freed(struct kverbs_ep *ep, struct kvtest_client *c)
 }
 
 /*
+ * A LOCAL_INV posted behind an RDMA read that is still in flight: rxe
+ * fences it until the read completes, which the test delays past kverbs'
+ * nudge interval, so the revoke nudges the send queue (and in 6.1, where
+ * rxe can lose the fenced request's wake-up, that nudge is what ends it).
+ */
+static int kvtest_late(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	struct kvtest_mem mem = {};
+	struct kverbs_grant *g;
+	struct kvtest_wait w;
+	struct kverbs_rdma_op op = { .len = PAGE_SIZE,
+				     .done = kvtest_rdma_done, .ctx = &w };
+	ktime_t t0;
+	s64 ms;
+	int ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	ret = kvtest_mem_alloc(&mem, 2, 0);
+	if (ret)
+		return ret;
+	g = kverbs_region_grant(mem.region, ep, KVERBS_ACCESS_REMOTE_READ);
+	if (IS_ERR(g)) {
+		ret = PTR_ERR(g);
+		goto out;
+	}
+	op.local = mem.region;
+	op.remote = c->msg.remote;
+	init_completion(&w.done);
+	ret = kverbs_rdma_read(ep, &op, 0);
+	if (ret) {
+		kverbs_grant_revoke(g);
+		goto out;
+	}
+	t0 = ktime_get();
+	kverbs_grant_revoke(g);
+	ms = ktime_ms_delta(ktime_get(), t0);
+	wait_for_completion(&w.done);	/* bounded: completion or flush */
+	ret = w.status;
+	if (!ret)
+		ret = kvtest_echo(ep, c, 1);
+	pr_info("late: revoked in %lld ms behind a read, read %d, then %d\n",
+		ms, w.status, ret);
+out:
+	kvtest_mem_free(&mem);
+	return ret;
+}
+
+/*
  * The server's @large MiB region, granted in extents: read the first and
  * last page of several extents, each holding its own index.
  */
@@ -910,6 +966,8 @@ static int kvtest_client(void)
 		ret = kvtest_nodone(ep, &c);
 	} else if (!strcmp(scenario, "freed")) {
 		ret = kvtest_freed(ep, &c);
+	} else if (!strcmp(scenario, "late")) {
+		ret = kvtest_late(ep, &c);
 	} else if (!strcmp(scenario, "greet")) {
 		ret = kvtest_wait(&c, KVTEST_GREETING, 0);
 		if (!ret && c.received != 1)

@@ -114,6 +114,8 @@ def _regressions(res, suite, n0, n1):
                  "large: 256 MiB region, 7 pages read in")
     _withholder(res, suite, n0, n1)
     _withholder(res, suite, n0, n1, undo=True)
+    _late_invalidation(res, suite, n0, n1)
+    _late_invalidation(res, suite, n0, n1, undo=True)
     _connect_deadline(res, suite, n0, n1)
     _connect_deadline(res, suite, n0, n1, undo=True)
     _listener_on_address(res, suite, n0, n1)
@@ -153,6 +155,53 @@ def _connect_deadline(res, suite, n0, n1, undo=False):
                   "the domain gets neither ->connected nor ->disconnected",
                   "rc=0" in r.out and "deadline: connect -110, ->connected "
                   "0, ->disconnected 0" in r.out, r.out)
+
+
+def _late_invalidation(res, suite, n0, n1, undo=False):
+    """Issue 26: rxe in 6.1 can lose the wake-up of a LOCAL_INV it fences
+    behind earlier work requests, and a grant's revoke then waited (now
+    10 s, then the connection fails).  On rxe kverbs nudges a send queue
+    whose invalidation is 200 ms late (kverbs_sq_nudge(): a zero-length
+    RDMA WRITE).  The lost wake-up is a race inside rxe that no module can
+    force, so this is not its regression proof: it shows the nudge posted,
+    accepted by the peer and completed where an invalidation is certain
+    to be late.  The client's packets are delayed 300 ms (netem; kverbs'
+    ack timeout is 0.54 s), so its revoke waits behind an RDMA read in
+    flight; a nudge must be posted (kverbs_nudge, err=0), and the revoke,
+    the read and an echo then complete.  rxe-only: a device that does not
+    fence LOCAL_INV would finish before 200 ms.  @undo: no nudge
+    (test_undo=64): the revoke still completes, with no nudge posted."""
+    what = ("with the nudge undone (test_undo=64), " if undo else "") + \
+        "a revoke behind an RDMA read in flight"
+    p = "/sys/module/kverbs/parameters"
+    T = "/sys/kernel/tracing"
+    tc = "/usr/bin/tc qdisc {} dev eth0 root"
+    n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
+    r = n1.run(f"mount -t tracefs nodev {T} 2>/dev/null; echo > {T}/trace; "
+               f"echo 1 > {T}/events/kverbs/kverbs_nudge/enable; "
+               f"echo {64 if undo else 0} > {p}/test_undo; "
+               f"ping -c 1 -W 5 {n0.ip} > /dev/null; "
+               f"{tc.format('add')} netem delay 300ms && echo delayed; "
+               f"{kvtest(n1, n0, scenario='late')}; echo rc=$?; "
+               f"{tc.format('del')}; echo 0 > {p}/test_undo; "
+               f"echo 0 > {T}/events/kverbs/kverbs_nudge/enable; "
+               "rmmod kvtest 2>/dev/null; dmesg | grep 'kvtest: late' | "
+               f"tail -n 1; grep -c 'kverbs_nudge:.*err=0$' {T}/trace; "
+               f"grep 'kverbs_nudge:' {T}/trace | head -n 3", timeout=180)
+    n0.run("rmmod kvtest", timeout=120)
+    m = re.search(r"late: revoked in (\d+) ms behind a read, read 0, "
+                  r"then 0\n(\d+)\n", r.out)
+    late = "delayed" in r.out and m is not None and int(m.group(1)) >= 200
+    nudged = m is not None and int(m.group(2)) > 0
+    if undo:
+        res.check(suite, f"{what}: the revoke waits over 200 ms for the "
+                  "read and completes, no nudge (the check can fail)",
+                  "rc=0" in r.out and late and not nudged, r.out)
+    else:
+        res.check(suite, f"{what}: the revoke waits over 200 ms, a nudge "
+                  "is posted (kverbs_nudge err=0), the revoke, the read and "
+                  "an echo complete", "rc=0" in r.out and late and nudged,
+                  r.out)
 
 
 def _withholder(res, suite, n0, n1, undo=False):
