@@ -575,52 +575,6 @@ static int kvtest_leave(struct kverbs_ep *ep)
 	return 0;
 }
 
-/*
- * @depth unsignaled 64 KiB writes and @depth sends, nothing waited for: a
- * write stays in the send queue until the peer acknowledged all of it, so
- * they are all outstanding at once.
- */
-static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
-{
-	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
-	struct kverbs_rdma_op op = { .len = KVTEST_LEN };
-	struct kvtest_mem mem = {};
-	int i, ret;
-
-	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
-	if (ret)
-		return ret;
-	if (kverbs_remote_slice(&c->msg.remote, 0, op.len, &op.remote))
-		return -EPROTO;
-	/* One contiguous allocation: each write is one segment. */
-	ret = kvtest_mem_alloc(&mem, KVTEST_PAGES, ilog2(KVTEST_PAGES));
-	if (ret)
-		return ret;
-	op.local = mem.region;
-	for (i = 0; i < depth; i++) {
-		ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
-		if (ret) {
-			pr_err("RDMA write %d of %u: %d\n", i + 1, depth, ret);
-			goto out;
-		}
-	}
-	for (i = 0; i < depth; i++) {
-		m.seq = i;
-		ret = kvtest_send(ep, &m, KVERBS_NOWAIT);
-		if (ret) {
-			pr_err("send %d of %u after %u writes: %d\n", i + 1,
-			       depth, depth, ret);
-			goto out;
-		}
-	}
-	pr_info("%u RDMA writes and %u sends posted without waiting\n",
-		depth, depth);
-out:
-	kverbs_ep_close(ep);	/* the writes are done or flushed */
-	kvtest_mem_free(&mem);
-	return ret;
-}
-
 struct kvtest_wait {
 	struct completion done;
 	int status;
@@ -651,6 +605,63 @@ static int kvtest_read(struct kverbs_ep *ep, struct kvtest_mem *mem, u64 off,
 	/* Bounded: a completion, an access error or, on teardown, a flush. */
 	wait_for_completion(&w.done);
 	return w.status;
+}
+
+/*
+ * @depth unsignaled 64 KiB writes and @depth sends, nothing waited for: a
+ * write stays in the send queue until the peer acknowledged all of it, so
+ * they are all outstanding at once.
+ */
+static int kvtest_sqfull(struct kverbs_ep *ep, struct kvtest_client *c)
+{
+	struct kvtest_msg m = { .magic = KVTEST_MAGIC, .type = KVTEST_DATA };
+	struct kverbs_rdma_op op = { .len = KVTEST_LEN };
+	struct kvtest_mem mem = {};
+	int i, ret;
+
+	ret = kvtest_ask(ep, c, KVTEST_HELLO, KVTEST_INFO, 0);
+	if (ret)
+		return ret;
+	if (kverbs_remote_slice(&c->msg.remote, 0, op.len, &op.remote))
+		return -EPROTO;
+	/* One contiguous allocation: each write is one segment. */
+	ret = kvtest_mem_alloc(&mem, KVTEST_PAGES, ilog2(KVTEST_PAGES));
+	if (ret)
+		return ret;
+	op.local = mem.region;
+	/*
+	 * A signaled read first: its completion reclaims the HELLO's send
+	 * buffer and slot, which were not signaled, so the whole window is
+	 * free however fast the device completes (rxe in 6.12's work items
+	 * had not, and the 13th send got -EAGAIN).
+	 */
+	ret = kvtest_read(ep, &mem, 0, &op.remote, PAGE_SIZE);
+	if (ret) {
+		pr_err("read before the window: %d\n", ret);
+		goto out;
+	}
+	for (i = 0; i < depth; i++) {
+		ret = kverbs_rdma_write(ep, &op, KVERBS_NOWAIT);
+		if (ret) {
+			pr_err("RDMA write %d of %u: %d\n", i + 1, depth, ret);
+			goto out;
+		}
+	}
+	for (i = 0; i < depth; i++) {
+		m.seq = i;
+		ret = kvtest_send(ep, &m, KVERBS_NOWAIT);
+		if (ret) {
+			pr_err("send %d of %u after %u writes: %d\n", i + 1,
+			       depth, depth, ret);
+			goto out;
+		}
+	}
+	pr_info("%u RDMA writes and %u sends posted without waiting\n",
+		depth, depth);
+out:
+	kverbs_ep_close(ep);	/* the writes are done or flushed */
+	kvtest_mem_free(&mem);
+	return ret;
 }
 
 /*
