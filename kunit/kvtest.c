@@ -588,18 +588,27 @@ static void kvtest_rdma_done(void *ctx, int status)
 	complete(&w->done);
 }
 
+/* Post an RDMA read of @len bytes from @remote into @mem at @off; @w ends. */
+static int kvtest_read_start(struct kverbs_ep *ep, struct kvtest_mem *mem,
+			     u64 off, const struct kverbs_remote *remote,
+			     u32 len, struct kvtest_wait *w)
+{
+	struct kverbs_rdma_op op = { .local = mem->region, .local_off = off,
+				     .remote = *remote, .len = len,
+				     .done = kvtest_rdma_done, .ctx = w };
+
+	init_completion(&w->done);
+	return kverbs_rdma_read(ep, &op, 0);
+}
+
 /* One RDMA read of @len bytes from @remote into @mem at @off; its status. */
 static int kvtest_read(struct kverbs_ep *ep, struct kvtest_mem *mem, u64 off,
 		       const struct kverbs_remote *remote, u32 len)
 {
 	struct kvtest_wait w;
-	struct kverbs_rdma_op op = { .local = mem->region, .local_off = off,
-				     .remote = *remote, .len = len,
-				     .done = kvtest_rdma_done, .ctx = &w };
 	int ret;
 
-	init_completion(&w.done);
-	ret = kverbs_rdma_read(ep, &op, 0);
+	ret = kvtest_read_start(ep, mem, off, remote, len, &w);
 	if (ret)
 		return ret;
 	/* Bounded: a completion, an access error or, on teardown, a flush. */
@@ -801,8 +810,6 @@ static int kvtest_late(struct kverbs_ep *ep, struct kvtest_client *c)
 	struct kvtest_mem mem = {};
 	struct kverbs_grant *g;
 	struct kvtest_wait w;
-	struct kverbs_rdma_op op = { .len = PAGE_SIZE,
-				     .done = kvtest_rdma_done, .ctx = &w };
 	ktime_t t0;
 	s64 ms;
 	int ret;
@@ -818,10 +825,7 @@ static int kvtest_late(struct kverbs_ep *ep, struct kvtest_client *c)
 		ret = PTR_ERR(g);
 		goto out;
 	}
-	op.local = mem.region;
-	op.remote = c->msg.remote;
-	init_completion(&w.done);
-	ret = kverbs_rdma_read(ep, &op, 0);
+	ret = kvtest_read_start(ep, &mem, 0, &c->msg.remote, PAGE_SIZE, &w);
 	if (ret) {
 		kverbs_grant_revoke(g);
 		goto out;

@@ -134,6 +134,7 @@ int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	ep->max_sge_pages = min_t(int, dom->write_pages,
 				  dom->kdev->ibdev->attrs.max_send_sge);
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
+	ep->nudge_inv = dom->kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE;
 	/* iWARP: a READ's sink needs a remote-write MR: no page reads */
 	ep->max_sge_read_pages = ep->iwarp ? 0 :
 		min_t(int, dom->read_pages,

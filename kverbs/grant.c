@@ -100,19 +100,6 @@ static void kverbs_grant_wr_done(void *ctx, int status)
 /* rxe: a LOCAL_INV pending this long may have lost its wake-up. */
 #define KVERBS_NUDGE_AFTER	(HZ / 5)
 
-/* Does @ep's device need kverbs_sq_nudge() for late invalidations? */
-static bool kverbs_grant_nudges(struct kverbs_ep *ep)
-{
-	bool rxe;
-
-	if (kverbs_test_undo(KVERBS_UNDO_NUDGE))
-		return false;
-	spin_lock_bh(&ep->lock);
-	rxe = ep->qp && ep->qp->device->ops.driver_id == RDMA_DRIVER_RXE;
-	spin_unlock_bh(&ep->lock);
-	return rxe;
-}
-
 /*
  * Wait for @g's work requests, at most KVERBS_LOCAL_WR_TIMEOUT.  On rxe,
  * which can lose a fenced LOCAL_INV's wake-up (kverbs_sq_nudge()), an
@@ -124,7 +111,8 @@ static bool kverbs_grant_nudges(struct kverbs_ep *ep)
 static bool kverbs_grant_wait(struct kverbs_grant *g, bool reg)
 {
 	unsigned long end = jiffies + KVERBS_LOCAL_WR_TIMEOUT;
-	bool nudge = !reg && kverbs_grant_nudges(g->ep);
+	bool nudge = !reg && g->ep->nudge_inv &&
+		     !kverbs_test_undo(KVERBS_UNDO_NUDGE);
 	long left;
 	int ret;
 

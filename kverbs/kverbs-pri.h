@@ -484,6 +484,7 @@ struct kverbs_ep {
 	bool cq_reserved;
 	bool atomics;			/* the device does atomics; set with @qp */
 	bool iwarp;			/* READ sinks need REMOTE_WRITE MRs */
+	bool nudge_inv;			/* rxe: late LOCAL_INVs get kverbs_sq_nudge() */
 	struct ib_pd *pd;
 	u32 lkey;			/* @pd's local DMA key */
 	u32 qpn;			/* of @qp once created; stays */

@@ -459,6 +459,19 @@ void kverbs_sq_reclaim_tail(struct kverbs_ep *ep)
 	WARN_ONCE(used, "kverbs: %u WRs not reclaimed\n", used);
 }
 
+/* A free slot off @sq's list, or NULL; ep->lock held. */
+static struct kverbs_op *kverbs_op_pop_locked(struct kverbs_sq *sq)
+{
+	struct kverbs_op *op = list_first_entry_or_null(&sq->op_free,
+							struct kverbs_op, node);
+
+	if (op) {
+		list_del_init(&op->node);
+		sq->op_nfree--;
+	}
+	return op;
+}
+
 /*
  * @wait: sleep for a slot, killable, for at most @timeout jiffies
  * (MAX_SCHEDULE_TIMEOUT: unbounded); -ETIMEDOUT after that.
@@ -480,14 +493,9 @@ static struct kverbs_op *kverbs_op_take(struct kverbs_ep *ep, bool wait,
 		if (ep->state != KVERBS_EP_CONNECTED) {
 			err = ep->error ?: -ENOTCONN;
 		} else {
-			op = list_first_entry_or_null(&sq->op_free,
-						      struct kverbs_op, node);
-			if (op) {
-				list_del_init(&op->node);
-				sq->op_nfree--;
-			} else {
+			op = kverbs_op_pop_locked(sq);
+			if (!op)
 				err = -EAGAIN;
-			}
 		}
 		/* Tell kvmsg why a deferred handler failed (op_space). */
 		if (err == -EAGAIN && !wait && kverbs_in_deferred(ep->dom))
@@ -594,15 +602,11 @@ int kverbs_sq_nudge(struct kverbs_ep *ep)
 	else if (test_bit(KVERBS_EP_F_NUDGING, &ep->flags))
 		ret = -EBUSY;
 	else
-		op = list_first_entry_or_null(&sq->op_free, struct kverbs_op,
-					      node);
-	if (op) {
-		list_del_init(&op->node);
-		sq->op_nfree--;
+		op = kverbs_op_pop_locked(sq);
+	if (op)
 		set_bit(KVERBS_EP_F_NUDGING, &ep->flags);
-	} else if (!ret) {
+	else if (!ret)
 		ret = -EAGAIN;
-	}
 	spin_unlock_bh(&ep->lock);
 	if (ret)
 		return ret;
