@@ -13,6 +13,7 @@ suite_integration_debug with the kping server on n0 and kverbs loaded.
 import re
 
 from .common import HarnessError
+from .knobs import kverbs_params
 
 KEY = "kverbs:lab"
 SECRET = "kvlab-0123456789abcdef-shared-key"       # 33 bytes
@@ -272,13 +273,12 @@ def _broken_proofs(res, suite, n0, n1, kping):
             raise HarnessError(f"{n1.name}: keyed client before the "
                                f"{what} check failed", r.out)
         fails0, conn0, _ = _counts(n0)
-        n1.run(f"echo {bit} > /sys/module/kverbs/parameters/test_auth",
-               timeout=10)
+        n1.run(kverbs_params(test_auth=bit), timeout=10)
         r = n1.run("dmesg -c > /dev/null; " +
                    kping(n1, n0, count=5, auth_key=KEY) +
                    "; echo rc=$?; dmesg", timeout=120)
-        n1.run("echo 0 > /sys/module/kverbs/parameters/test_auth; "
-               "rmmod kping 2>/dev/null", timeout=30)
+        n1.run(kverbs_params(test_auth=0) + "; rmmod kping 2>/dev/null",
+               timeout=30)
         # One connection per try of busybox insmod (see _refused); the
         # client accepted the server's proof, so each try connects on its
         # side and the server then closes it.

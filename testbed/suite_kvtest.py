@@ -8,6 +8,7 @@ can be shown failing).  Any report on a console fails the run.
 import re
 
 from .common import HarnessError
+from .knobs import kverbs_params
 from .suite_auth import NOBODY
 from .suites import _debug_cluster, _dmesg_has, kmemleak_report, load_kverbs
 
@@ -23,7 +24,7 @@ def kvtest(node, server=None, **params):
         args.insert(0, f"server={server.ip}")
     args += [f"{k}={v}" for k, v in params.items()]
     # RNR retry 0: a flow-control bug fails instead of stalling.
-    return ("echo 0 > /sys/module/kverbs/parameters/rnr_retry && "
+    return (kverbs_params(rnr_retry=0) + " && "
             "insmod /kvlab/modules/kvtest.ko " + " ".join(args))
 
 
@@ -95,10 +96,9 @@ def _regressions(res, suite, n0, n1):
     # The same scenario with the fix undone (test builds' kverbs
     # test_undo=1) must fail: the check can fail.
     n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
-    n1.run("echo 1 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    n1.run(kverbs_params(test_undo=1), timeout=10)
     r = n1.run(f"{kvtest(n1, n0, scenario='nodone')}; echo rc=$?; "
-               "rmmod kvtest 2>/dev/null; "
-               "echo 0 > /sys/module/kverbs/parameters/test_undo",
+               f"rmmod kvtest 2>/dev/null; {kverbs_params(test_undo=0)}",
                timeout=120)
     n0.run("rmmod kvtest", timeout=120)
     res.check(suite, "... and with that fix undone (test_undo=1) the "
@@ -136,13 +136,12 @@ def _connect_deadline(res, suite, n0, n1, undo=False):
     ep->lock again (test_undo=16): both run for the failed endpoint."""
     what = ("with the fix undone (test_undo=16), " if undo else "") + \
         "a handshake ending after connect's deadline"
-    p = "/sys/module/kverbs/parameters"
     n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
-    r = n1.run(f"echo 3000 > {p}/test_connect_delay_ms; "
-               f"echo {16 if undo else 0} > {p}/test_undo; "
-               f"{kvtest(n1, n0, scenario='deadline', count=1500)}; "
-               f"echo rc=$?; echo 0 > {p}/test_connect_delay_ms; "
-               f"echo 0 > {p}/test_undo; rmmod kvtest 2>/dev/null; "
+    set_ = kverbs_params(test_connect_delay_ms=3000,
+                         test_undo=16 if undo else 0)
+    reset = kverbs_params(test_connect_delay_ms=0, test_undo=0)
+    r = n1.run(f"{set_}; {kvtest(n1, n0, scenario='deadline', count=1500)}; "
+               f"echo rc=$?; {reset}; rmmod kvtest 2>/dev/null; "
                "dmesg | grep 'kvtest: deadline' | tail -n 1", timeout=120)
     n0.run("rmmod kvtest", timeout=120)
     if undo:
@@ -173,17 +172,16 @@ def _late_invalidation(res, suite, n0, n1, undo=False):
     (test_undo=64): the revoke still completes, with no nudge posted."""
     what = ("with the nudge undone (test_undo=64), " if undo else "") + \
         "a revoke behind an RDMA read in flight"
-    p = "/sys/module/kverbs/parameters"
     T = "/sys/kernel/tracing"
     tc = "/usr/bin/tc qdisc {} dev eth0 root"
     n0.run("rmmod kvtest 2>/dev/null; " + kvtest(n0), timeout=120)
     r = n1.run(f"mount -t tracefs nodev {T} 2>/dev/null; echo > {T}/trace; "
                f"echo 1 > {T}/events/kverbs/kverbs_nudge/enable; "
-               f"echo {64 if undo else 0} > {p}/test_undo; "
+               f"{kverbs_params(test_undo=64 if undo else 0)}; "
                f"ping -c 1 -W 5 {n0.ip} > /dev/null; "
                f"{tc.format('add')} netem delay 300ms && echo delayed; "
                f"{kvtest(n1, n0, scenario='late')}; echo rc=$?; "
-               f"{tc.format('del')}; echo 0 > {p}/test_undo; "
+               f"{tc.format('del')}; {kverbs_params(test_undo=0)}; "
                f"echo 0 > {T}/events/kverbs/kverbs_nudge/enable; "
                "rmmod kvtest 2>/dev/null; dmesg | grep 'kvtest: late' | "
                f"tail -n 1; grep -c 'kverbs_nudge:.*err=0$' {T}/trace; "
@@ -214,9 +212,9 @@ def _withholder(res, suite, n0, n1, undo=False):
     test_undo=8): the other client must fail, so the check can."""
     what = ("with the fix undone (test_undo=8), " if undo else "") + \
         "a peer keeping its credits"
-    n0.run("rmmod kvtest 2>/dev/null; echo %d > "
-           "/sys/module/kverbs/parameters/test_undo; %s"
-           % (8 if undo else 0, kvtest(n0, fanout=4)), timeout=120)
+    n0.run("rmmod kvtest 2>/dev/null; "
+           f"{kverbs_params(test_undo=8 if undo else 0)}; "
+           f"{kvtest(n0, fanout=4)}", timeout=120)
     wh = (f"{NOBODY} /kvlab/bin/kvping --server-addr {n0.ip} "
           f"--port {TEST_PORT} --node-id 200 --depth 4 --withhold-ms 120000")
     n1.run(f"({wh} > /tmp/withhold.log 2>&1 &)", timeout=30)
@@ -247,7 +245,7 @@ def _withholder(res, suite, n0, n1, undo=False):
                   "killed" in r.out and "kvping:" not in r.out, r.out)
     r = n0.run("for i in $(seq 100); do grep -q 'peer_node 200 ' "
                f"{KVTEST_EPS} || break; sleep 0.2; done; cat {KVTEST_EPS}; "
-               "echo 0 > /sys/module/kverbs/parameters/test_undo; "
+               f"{kverbs_params(test_undo=0)}; "
                "rmmod kvtest && echo unloaded", timeout=120)
     res.check(suite, f"{what}: its endpoint is torn down once it leaves, "
               "and the server unloads", "unloaded" in r.out and
@@ -292,8 +290,7 @@ def _listen_vs_removal(res, suite, n0):
     proof is not in the suite, since it leaves the guest's RDMA stack
     stuck in the link delete."""
     what = "rdma link delete while an address-bound listener starts"
-    p = "/sys/module/kverbs/parameters"
-    r = n0.run(f"echo 4000 > {p}/test_listen_delay_ms; "
+    r = n0.run(f"{kverbs_params(test_listen_delay_ms=4000)}; "
                f"({kvtest(n0, addr=n0.ip)}; echo rc=$?) > /tmp/listen.out "
                "2>&1 & for i in $(seq 100); do rdma res show cm_id | "
                f"grep -q 'LISTEN.*:{TEST_PORT}' && break; sleep 0.1; done; "
@@ -302,7 +299,7 @@ def _listen_vs_removal(res, suite, n0):
                "took=$(( $(date +%s) - t0 ))s; "
                "for i in $(seq 100); do grep -q rc= /tmp/listen.out && break; "
                "sleep 0.2; done; cat /tmp/listen.out; "
-               f"echo 0 > {p}/test_listen_delay_ms; "
+               f"{kverbs_params(test_listen_delay_ms=0)}; "
                "rdma link add rxe0 type rxe netdev eth0 && sleep 1; "
                "rmmod kvtest 2>/dev/null; dmesg | grep 'kvtest: listen on' "
                "| tail -n 2; dmesg | grep -E 'kverbs|rxe' | tail -n 8; true",
@@ -323,17 +320,15 @@ def _unbind_vs_reconnect(res, suite, n0, n1):
     deleted: no endpoint may bind to the dying CQ/PD.  The server's unbind
     is slowed down (test-only parameter) to open the window wide."""
     what = "unbind vs reconnect"
-    r = n0.run(kvtest(n0) + " && echo 1000 > "
-               "/sys/module/kverbs/parameters/test_unbind_delay_ms",
-               timeout=120)
+    r = n0.run(kvtest(n0) + " && " +
+               kverbs_params(test_unbind_delay_ms=1000), timeout=120)
     res.setup(suite, f"{what}: server loads, unbind delay set", r.rc == 0,
               r.out)
     n1.run(f"({kvtest(n1, n0, scenario='reconnect', count=150)}; "
            "echo rc=$?) > /tmp/reconnect.out 2>&1 &", timeout=30)
     r = n0.run("sleep 3; rdma link delete rxe0 && sleep 3 && rdma link add "
-               "rxe0 type rxe netdev eth0; echo 0 > "
-               "/sys/module/kverbs/parameters/test_unbind_delay_ms",
-               timeout=120)
+               "rxe0 type rxe netdev eth0; " +
+               kverbs_params(test_unbind_delay_ms=0), timeout=120)
     res.check(suite, f"{what}: rdma link delete during reconnects, then add",
               r.rc == 0, r.out)
     r = n1.run("for i in $(seq 600); do grep -q rc= /tmp/reconnect.out && "
@@ -367,8 +362,6 @@ def _planted_freed_page(res, suite, n0, n1):
     res.check(suite, "planted: an RDMA write from a freed page gives the "
               "page check's WARNING (test builds)", "rc=0" in r.out and
               "unreferenced at post" in r.out, r.out)
-
-
 
 
 def suite_kvtest_debug(res, variant="debug"):

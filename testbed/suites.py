@@ -14,6 +14,7 @@ from pathlib import Path
 from .common import (REPO, HarnessError, build_dir, cache_dir,
                      require_tool, run)
 from . import console, dkms, kbuild, rdma_res
+from .knobs import kverbs_params
 from .suite_auth import auth_checks
 
 KERNEL_SOURCE_GLOBS = ["kverbs/*.[ch]", "kmsg/*.[ch]", "kmem/*.[ch]", "bench/*/*.[ch]", "samples/*/*.[ch]", "kunit/*.[ch]",
@@ -485,7 +486,7 @@ def kping(node, server=None, **params):
     if server is not None:
         args.insert(0, f"server={server.ip}")
     args += [f"{k}={v}" for k, v in params.items()]
-    return (f"echo {rnr} > /sys/module/kverbs/parameters/rnr_retry && "
+    return (kverbs_params(rnr_retry=rnr) + " && "
             "insmod /kvlab/modules/kping.ko " + " ".join(args))
 
 
@@ -620,11 +621,11 @@ def _depth_clamp_undone(res, suite, n0, n1):
     """The accept's RDMA READ depth clamp undone (test builds' kverbs
     test_undo=4): the check of _user_space_peer() must see it."""
     kvping = "/kvlab/bin/kvping"
-    n0.run("echo 4 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    n0.run(kverbs_params(test_undo=4), timeout=10)
     r = n1.run(f"{kvping} --server-addr {n0.ip} --port {PORT} "
                f"--node-id {n1.node_id} --count 10 --rd-atomic 1/4 "
                "--timeout-ms 10000", timeout=120)
-    n0.run("echo 0 > /sys/module/kverbs/parameters/test_undo", timeout=10)
+    n0.run(kverbs_params(test_undo=0), timeout=10)
     m = re.search(r"RDMA READ depths: initiator (\d+) responder (\d+)",
                   r.out)
     res.check(suite, "... and with the clamp undone (test_undo=4) the "
