@@ -103,8 +103,31 @@ def apt_update():
         _updated = True
 
 
+OS_RELEASE = Path("/etc/os-release")
+
+
+def check_host(os_release=None):
+    """Refuse, before anything is installed or written, a host that is not
+    Debian 12: the harness boots Debian's own 6.1 and 6.12 kernels, builds
+    against their headers and installs from bookworm and
+    bookworm-backports, none of which another release provides."""
+    try:
+        text = Path(os_release or OS_RELEASE).read_text(errors="replace")
+    except OSError as e:
+        raise HarnessError(f"cannot tell which system this is ({e})",
+                           "the lab runs on Debian 12 (bookworm) only")
+    rel = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', text, re.M))
+    if rel.get("ID") != "debian" or rel.get("VERSION_ID") != "12":
+        name = rel.get("PRETTY_NAME") or rel.get("ID") or "unknown"
+        raise HarnessError(
+            f"this host is {name}, not Debian 12 (bookworm); nothing was "
+            "changed", "the lab installs Debian 12's packages and kernels: "
+            "run it on a Debian 12 machine or container")
+
+
 def ensure(extra=()):
-    """Install whatever of PACKAGES + extra is missing."""
+    """Install whatever of PACKAGES + extra is missing (Debian 12 only)."""
+    check_host()
     want = PACKAGES + list(extra)
     need = missing(want)
     if not need and _has_backports():

@@ -67,6 +67,38 @@ class HarnessBadInput(unittest.TestCase):
         self.assertIn("unknown kernel version '5.10'", str(cm.exception))
         self.assertIn("6.1, 6.12", cm.exception.fix)
 
+    def test_host_not_debian_12(self):
+        """./kvlab refuses another system before it installs or writes
+        anything (deps.ensure() checks first)."""
+        cases = {
+            'ID=debian\nVERSION_ID="12"\n': None,
+            'PRETTY_NAME="Ubuntu 24.04 LTS"\nID=ubuntu\nVERSION_ID="24.04"\n':
+                "Ubuntu 24.04 LTS",
+            'PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\nID=debian\n'
+            'VERSION_ID="13"\n': "Debian GNU/Linux 13 (trixie)",
+            'ID=debian\n': "debian",
+        }
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "os-release"
+            for text, name in cases.items():
+                f.write_text(text)
+                if name is None:
+                    deps.check_host(f)
+                    continue
+                with self.assertRaises(HarnessError) as cm:
+                    deps.check_host(f)
+                self.assertIn(f"this host is {name}, not Debian 12",
+                              str(cm.exception))
+                self.assertIn("nothing was changed", str(cm.exception))
+            with mock.patch.object(deps, "OS_RELEASE", f), \
+                    mock.patch.object(deps, "run") as run:
+                with self.assertRaises(HarnessError):
+                    deps.ensure()
+                run.assert_not_called()
+            with self.assertRaises(HarnessError) as cm:
+                deps.check_host(Path(d) / "missing")
+            self.assertIn("cannot tell which system", str(cm.exception))
+
     def test_missing_tool(self):
         with tempfile.TemporaryDirectory() as empty, \
                 mock.patch.dict(os.environ, {"PATH": empty}):
