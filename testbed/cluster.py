@@ -319,7 +319,7 @@ class Cluster:
 
     def _initrd(self):
         base = initramfs.base_image(self.kernel)
-        out = self.workdir / "initrd.cpio.gz"
+        out = self.workdir / "initrd.cpio"
         with open(out, "wb") as f:
             f.write(base.read_bytes())
             if self.overlay:
@@ -421,6 +421,7 @@ class Cluster:
                                    f"in the guest\n{node.console_tail()}")
         for node in self.nodes:
             self._check_cpus(node)
+            self._check_watchdog(node)
         log(f"{self.n} x {self.kernel.abi} booted in "
             f"{time.monotonic() - t0:.1f}s")
 
@@ -436,6 +437,19 @@ class Cluster:
                 f"CPUs, QEMU gave it -smp {self.smp}\n{node.console_tail()}",
                 "the kernel needs ACPI (the MADT) or an MP table listing "
                 "every CPU; see testbed/kunit/debug.config")
+
+    def _check_watchdog(self, node):
+        """A guest booted with nosoftlockup must have had the soft-lockup
+        watchdog armed by its /init (testbed/initramfs.py), or lockups in
+        the tests would go unreported."""
+        if "nosoftlockup" not in self.append.split():
+            return
+        r = node.run("cat /proc/sys/kernel/soft_watchdog", timeout=60)
+        if r.rc != 0 or r.out.strip() != "1":
+            raise HarnessError(
+                f"{node.name} ({self.kernel.abi}): the soft-lockup watchdog "
+                f"is off after boot ({r.out.strip()!r})",
+                "the guest's /init arms it (testbed/initramfs.py INIT)")
 
     def _connect(self, node, deadline):
         while time.monotonic() < deadline:

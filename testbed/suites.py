@@ -1065,9 +1065,12 @@ def _debug_cluster(name, modules, binaries, smp=1, variant="debug"):
         initramfs.add_binary(files, meson_build() / b)
     overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
     # q35: see testbed/kunit/debug.config (ACPI).
+    # nosoftlockup: see testbed/kunit/debug.config (the guests' /init
+    # arms the watchdog; Cluster checks that it did).
     return Cluster(_KunitGuestKernel(kk), nodes=2, workdir=workdir,
                    overlay=overlay, boot_timeout=kunit.guest_timeout(kk, 120),
-                   mem_mb=1024, smp=smp, machine="q35")
+                   mem_mb=1024, smp=smp, machine="q35",
+                   append="nosoftlockup")
 
 
 def load_kverbs(res, suite, nodes):
