@@ -139,7 +139,7 @@ def overlay(k, workdir):
     bdir = suites.meson_build()
     for b in (*suite_kdsm.BINS, *udsm.BINS):
         initramfs.add_binary(files, bdir / b)
-    return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    return initramfs.build_overlay(files, workdir / "overlay.cpio")
 
 
 @contextlib.contextmanager

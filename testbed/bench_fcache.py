@@ -239,7 +239,7 @@ def main(args):
                                size_mb=BIG_MIB + 160)
     files = suite_kfcache._files(mods)
     files["/kvlab/modules/rawping.ko"] = mods["rawping.ko"]
-    ovl, sets = fcache_env.overlay(k, workdir / "overlay.cpio.gz", files)
+    ovl, sets = fcache_env.overlay(k, workdir / "overlay.cpio", files)
     runs = {m: [] for m in METHODS}
     # the disk image's dirty pages written back now, not under round 1
     os.sync()

@@ -83,7 +83,7 @@ def _overlay(k, workdir, mods):
     initramfs.add_binary(files, "/usr/sbin/criu")
     mf, order = fcache_env.distro_modules(k, CRIU_MODULES)
     files.update(mf)
-    return initramfs.build_overlay(files, workdir / "overlay.cpio.gz"), order
+    return initramfs.build_overlay(files, workdir / "overlay.cpio"), order
 
 
 def _observe(text):

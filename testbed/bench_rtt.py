@@ -339,7 +339,7 @@ def main(args):
                                                      "rawping.ko")}
     initramfs.add_binary(files, mbuild / "tools" / "bench" /
                          "kvbench-rtt-user")
-    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio")
     errors = {}
     t0 = time.monotonic()
     with Phase("boot 2 guests"), Cluster(k, nodes=2, workdir=workdir,

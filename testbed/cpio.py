@@ -1,9 +1,11 @@
 """newc cpio archives for initramfs images, written without external tools.
 
-The kernel accepts several gzip'd newc archives concatenated; the harness
-relies on that to append per-run files to a cached base image.
+The kernel accepts several newc archives concatenated; the harness relies on
+that to append per-run files to a cached base image.  The archives are not
+compressed: on the KASAN kernels under TCG a guest unpacked kdsm-debug's
+initramfs in 11-12 s gzip'd (9 MB) and in 6-8 s uncompressed (22 MB), at
+every boot; QEMU reads the larger file from the host's page cache.
 """
-import gzip
 import os
 import stat
 from pathlib import Path
@@ -19,8 +21,8 @@ def _pad(n):
     return b"\0" * ((4 - n % 4) % 4)
 
 
-def make_cpio(staging, out_gz):
-    """Pack directory `staging` into gzip'd newc archive `out_gz`.
+def make_cpio(staging, out):
+    """Pack directory `staging` into the newc archive `out`.
 
     Ownership is root, times are zero, order is sorted: identical inputs give
     identical bytes, which keeps cache keys stable.
@@ -32,8 +34,8 @@ def make_cpio(staging, out_gz):
         for n in sorted(dirs) + sorted(files):
             entries.append(Path(root) / n)
     entries.sort(key=lambda p: str(p.relative_to(staging)))
-    tmp = Path(str(out_gz) + ".tmp")
-    with gzip.GzipFile(tmp, "wb", compresslevel=6, mtime=0) as f:
+    tmp = Path(str(out) + ".tmp")
+    with open(tmp, "wb") as f:
         for ino, p in enumerate(entries, start=1):
             rel = str(p.relative_to(staging)).encode()
             st = p.lstat()
@@ -50,5 +52,5 @@ def make_cpio(staging, out_gz):
         trailer = b"TRAILER!!!"
         hdr = _header(trailer, 0, 0, 0)
         f.write(hdr + trailer + b"\0" + _pad(len(hdr) + len(trailer) + 1))
-    os.replace(tmp, out_gz)
-    return Path(out_gz)
+    os.replace(tmp, out)
+    return Path(out)

@@ -24,7 +24,7 @@ into the base image that boots every suite:
 Typical use (one overlay for every node; each node loads its own sets):
 
     img = make_disk(workdir / "srv.img", src_dir, size_mb=256)
-    ovl, mods = overlay(kernel, workdir / "overlay.cpio.gz", files)
+    ovl, mods = overlay(kernel, workdir / "overlay.cpio", files)
     with Cluster(kernel, 2, workdir, ovl, mem_mb=768,
                  disks=[img, None]) as c:
         srv, cli = c.nodes
@@ -270,7 +270,7 @@ def nfs_files(files=None):
     return files
 
 
-def overlay(kernel, out_gz, files=None, sets=("disk", "server", "client"),
+def overlay(kernel, out, files=None, sets=("disk", "server", "client"),
             nfs=True, fio=True):
     """Build one overlay for every node of a cluster: @files (guest path:
     host path, e.g. the benchmark's own tools), the module @sets, NFS user
@@ -285,7 +285,7 @@ def overlay(kernel, out_gz, files=None, sets=("disk", "server", "client"),
         nfs_files(files)
     if fio:
         fio_files(files)
-    return initramfs.build_overlay(files, out_gz), mods
+    return initramfs.build_overlay(files, out), mods
 
 
 # ----------------------------------------------------------- guest side
@@ -466,7 +466,7 @@ def smoke(kernel, workdir=None, mem_mb=768, big_mib=16,
     want = _fill(workdir / "src", big_mib)
     img = make_disk(workdir / "node0.img", workdir / "src",
                     size_mb=big_mib + 48)
-    ovl, mods = overlay(kernel, workdir / "overlay.cpio.gz")
+    ovl, mods = overlay(kernel, workdir / "overlay.cpio")
     t["host: disk + overlay"] = time.monotonic() - t0
     log(f"overlay {ovl.stat().st_size >> 10} KiB")
 

@@ -159,11 +159,11 @@ def _stage_files(staging, files):
             shutil.copy2(src, dst)
 
 
-def build_overlay(files, out_gz):
+def build_overlay(files, out):
     """Pack {guest path: host path} into an archive appended at boot."""
     with tempfile.TemporaryDirectory(prefix="kvlab-ovl-") as tmp:
         _stage_files(Path(tmp), files)
-        return make_cpio(tmp, out_gz)
+        return make_cpio(tmp, out)
 
 
 def _module_closure(kernel):
@@ -202,7 +202,7 @@ def _key(kernel):
 def base_image(kernel):
     """The cached base initramfs of `kernel`."""
     require_tool("busybox", "busybox-static")
-    out = cache_dir() / "initramfs" / f"{kernel.abi}-{_key(kernel)}.cpio.gz"
+    out = cache_dir() / "initramfs" / f"{kernel.abi}-{_key(kernel)}.cpio"
     if out.exists():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -429,7 +429,7 @@ def _initramfs(modules, workdir):
     init.write_text(INIT.format(mark=MARK, modules=" ".join(names)))
     init.chmod(0o755)
     # The kernel's built-in default initramfs provides /dev/console.
-    return make_cpio(stage, workdir / "kunit-initramfs.cpio.gz"), names
+    return make_cpio(stage, workdir / "kunit-initramfs.cpio"), names
 
 
 # oops=panic + panic=-1: an oops in a test ends the run at once (KUnit 6.1

@@ -43,7 +43,7 @@ def overlay_for(kernel, workdir):
     files = {f"/kvlab/modules/{m}": mods[m] for m in MODS}
     for b in BINS:
         initramfs.add_binary(files, bdir / b)
-    return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    return initramfs.build_overlay(files, workdir / "overlay.cpio")
 
 
 def create_cmd(nodes, n, pages=PAGES, extra="", key=None):

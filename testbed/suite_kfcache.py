@@ -56,12 +56,12 @@ def _prepare(workdir, kernel=None, mods=None, disk=True):
     img = None
     if disk:
         img = fcache_env.make_disk(workdir / "node0.img", tree, size_mb=96)
-        ovl, sets = fcache_env.overlay(kernel, workdir / "overlay.cpio.gz",
+        ovl, sets = fcache_env.overlay(kernel, workdir / "overlay.cpio",
                                        files, sets=("disk",), nfs=False,
                                        fio=False)
     else:
         ovl, sets = initramfs.build_overlay(files, workdir /
-                                            "overlay.cpio.gz"), {}
+                                            "overlay.cpio"), {}
     return man, img, ovl, sets
 
 

@@ -417,7 +417,7 @@ def suite_kmigrate(res, kernel, name):
     workdir = _fresh_workdir(name)
     mods = kbuild.build(kernel.headers, build_dir() / "kbuild" / kernel.abi,
                         tests=True)
-    ovl = initramfs.build_overlay(_files(mods), workdir / "overlay.cpio.gz")
+    ovl = initramfs.build_overlay(_files(mods), workdir / "overlay.cpio")
     try:
         with Cluster(kernel, nodes=2, workdir=workdir, overlay=ovl,
                      mem_mb=768, boot_timeout=300) as c:

@@ -18,7 +18,7 @@ def overlay_for(kernel, workdir, extra_bins=()):
              for m in ("kvmem.ko", "kvmemclient.ko")}
     for b in ("tools/kvmem/kvmem-test",) + tuple(extra_bins):
         initramfs.add_binary(files, bdir / b)
-    return initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    return initramfs.build_overlay(files, workdir / "overlay.cpio")
 
 
 def suite_kvmem(res, kernel, name):

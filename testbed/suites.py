@@ -473,7 +473,7 @@ def guest_overlay(kernel, workdir):
         initramfs.add_binary(files, kvping)
     # util-linux's, to drop privileges (suite_auth's unprivileged peer)
     initramfs.add_binary(files, "/usr/bin/setpriv")
-    out = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    out = initramfs.build_overlay(files, workdir / "overlay.cpio")
     return out, plain
 
 
@@ -1063,7 +1063,7 @@ def _debug_cluster(name, modules, binaries, smp=1, variant="debug"):
     files = {f"/kvlab/modules/{n}": mods[n] for n in modules}
     for b in binaries:
         initramfs.add_binary(files, meson_build() / b)
-    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio.gz")
+    overlay = initramfs.build_overlay(files, workdir / "overlay.cpio")
     # q35: see testbed/kunit/debug.config (ACPI).
     # nosoftlockup: see testbed/kunit/debug.config (the guests' /init
     # arms the watchdog; Cluster checks that it did).
