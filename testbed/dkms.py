@@ -1,18 +1,73 @@
-"""Install kverbs through DKMS for a kernel, as an operator would.
+"""Install kverbs through DKMS for a kernel, as an operator would, in a
+throw-away DKMS tree of this checkout's.
 
 The source tree handed to DKMS is the shipped subset (testbed.kbuild's
 KERNEL_SOURCES): kunit/ is not in it, so test modules can never be built or
 installed by DKMS.
+
+The host's DKMS is never touched: every dkms command runs with its three
+trees under build/dkms (TREE): the DKMS tree (var/lib/dkms), the source
+tree (usr/src) and the install tree (lib/modules, whose <abi>/build links
+to the kernel's headers), and without depmod.  So a host whose own kernel
+is one of ours keeps its modules, and the host's /var/lib/dkms and
+/usr/src keep whatever its administrator put there.
 """
 import lzma
 import re
 import shutil
 from pathlib import Path
 
-from .common import REPO, HarnessError, cache_dir, log, require_tool, run
-from . import kbuild
+from .common import REPO, HarnessError, build_dir, require_tool, run
 
 PACKAGE = "kverbs"
+
+
+def tree():
+    """The throw-away root of the lab's DKMS trees."""
+    return build_dir() / "dkms"
+
+
+def _dkms(args, abi=None, **kw):
+    """Run dkms on the lab's trees; with @abi, for that kernel (its
+    headers must be installed: /lib/modules/<abi>/build)."""
+    require_tool("dkms", "dkms")
+    t = tree()
+    for d in ("var/lib/dkms", "usr/src", "lib/modules"):
+        (t / d).mkdir(parents=True, exist_ok=True)
+    cmd = ["dkms"] + args
+    if abi is not None:
+        headers = Path(f"/lib/modules/{abi}/build")
+        if not headers.exists():
+            raise HarnessError(f"no kernel headers for {abi} ({headers})",
+                               f"apt-get install linux-headers-{abi}")
+        kdir = t / "lib" / "modules" / abi
+        kdir.mkdir(parents=True, exist_ok=True)
+        link = kdir / "build"
+        if not link.is_symlink():
+            link.symlink_to(headers)
+        cmd += ["-k", abi, "--kernelsourcedir", str(headers)]
+    cmd += ["--dkmstree", str(t / "var/lib/dkms"),
+            "--sourcetree", str(t / "usr/src"),
+            "--installtree", str(t / "lib/modules"), "--no-depmod"]
+    return run(cmd, **kw)
+
+
+def host_state():
+    """What the host's own DKMS and module trees hold (names and times),
+    for a check that the lab left them alone."""
+    out = []
+    roots = [Path("/var/lib/dkms"), Path("/usr/src")] + \
+        sorted(Path("/lib/modules").glob("*/updates"))
+    for root in roots:
+        if not root.exists():
+            continue
+        for p in sorted(root.rglob("*")) if root.name != "src" else \
+                sorted(root.iterdir()):
+            try:
+                out.append(f"{p} {p.lstat().st_mtime_ns}")
+            except OSError:
+                pass
+    return out
 
 
 def version():
@@ -30,39 +85,39 @@ def shipped_modules():
 
 
 def add():
-    """(Re)register the current sources with DKMS."""
-    require_tool("dkms", "dkms")
+    """(Re)register the current sources with the lab's DKMS."""
     ver = version()
-    src = Path(f"/usr/src/{PACKAGE}-{ver}")
-    run(["dkms", "remove", f"{PACKAGE}/{ver}", "--all"], check=False)
+    _dkms(["remove", f"{PACKAGE}/{ver}", "--all"], check=False)
+    src = src_dir()
     # As the README tells an operator: make dkms-src, then dkms add.
-    staged = run(["make", "-s", "-C", str(REPO), "dkms-src"]).stdout
+    staged = run(["make", "-s", "-C", str(REPO), "dkms-src",
+                  f"DESTDIR={tree()}"]).stdout
     if staged.strip().splitlines()[-1:] != [str(src)]:
         raise HarnessError(f"make dkms-src staged {staged.strip()!r}, "
                            f"not {src}")
-    run(["dkms", "add", str(src)])
+    _dkms(["add", f"{PACKAGE}/{ver}"])
     return src
 
 
 def src_dir():
-    """Where the operator's source tree lives (dkms add)."""
-    return Path(f"/usr/src/{PACKAGE}-{version()}")
+    """The staged source tree (an operator's /usr/src/kverbs-<version>)."""
+    return tree() / "usr" / "src" / f"{PACKAGE}-{version()}"
 
 
 def kept_symvers(abi):
     """The Module.symvers scripts/dkms.postbuild kept for kernel @abi."""
     arch = run(["uname", "-m"]).stdout.strip()
-    return Path(f"/var/lib/dkms/{PACKAGE}/{version()}/{abi}/{arch}/"
-                "Module.symvers")
+    return (tree() / "var/lib/dkms" / PACKAGE / version() / abi / arch /
+            "Module.symvers")
 
 
 def _dkms_install(package, ver, abi):
     """dkms build + install of @package/@ver for kernel @abi; a failure
     raises with the end of DKMS's make.log."""
-    p = run(["dkms", "install", f"{package}/{ver}", "-k", abi],
-            timeout=900, check=False)
+    p = _dkms(["install", f"{package}/{ver}"], abi, timeout=900,
+              check=False)
     if p.returncode != 0:
-        log_path = Path(f"/var/lib/dkms/{package}/{ver}/build/make.log")
+        log_path = tree() / "var/lib/dkms" / package / ver / "build/make.log"
         tail = log_path.read_text()[-3000:] if log_path.exists() else ""
         raise HarnessError(f"dkms install {package} for {abi} failed:\n"
                            f"{p.stdout}\n{tail}")
@@ -74,9 +129,15 @@ def install(abi):
     return installed(abi)
 
 
+def updates_dir(abi):
+    """Where DKMS installs modules for @abi (/lib/modules/<abi>/updates/dkms
+    on an operator's machine)."""
+    return tree() / "lib" / "modules" / abi / "updates" / "dkms"
+
+
 def installed(abi):
     """The .ko files DKMS installed for `abi` (possibly .ko.xz/.ko.zst)."""
-    d = Path(f"/lib/modules/{abi}/updates/dkms")
+    d = updates_dir(abi)
     found = {}
     for name in shipped_modules():
         cands = [p for p in d.glob(f"{name}.ko*")]
@@ -103,18 +164,18 @@ def client_version():
 
 
 def client_install(abis):
-    """Copy examples/kvreq to /usr/src/kvreq-<version> (as its package
-    would), dkms add it and install it for each kernel of @abis; return
-    {abi: installed path}.  Its Makefile may name no path into this
-    checkout: it builds from /usr/src and /var/lib/dkms only."""
+    """Copy examples/kvreq to <source tree>/kvreq-<version> (as its
+    package would put it in /usr/src), dkms add it and install it for each
+    kernel of @abis; return {abi: installed path}.  Its dkms.conf may name
+    no path into this checkout: it builds from DKMS's trees only."""
     ver = client_version()
-    src = Path(f"/usr/src/{CLIENT}-{ver}")
-    run(["dkms", "remove", f"{CLIENT}/{ver}", "--all"], check=False)
+    src = tree() / "usr" / "src" / f"{CLIENT}-{ver}"
+    _dkms(["remove", f"{CLIENT}/{ver}", "--all"], check=False)
     if src.exists():
         shutil.rmtree(src)
     shutil.copytree(CLIENT_DIR, src, ignore=shutil.ignore_patterns(
         "*.o", "*.ko", "*.cmd", "*.mod*", "Module.symvers", "modules.order"))
-    run(["dkms", "add", str(src)])
+    _dkms(["add", f"{CLIENT}/{ver}"])
     out = {}
     for abi in abis:
         _dkms_install(CLIENT, ver, abi)
@@ -124,7 +185,7 @@ def client_install(abis):
 
 def client_installed(abi):
     """The client module DKMS installed for @abi, or None."""
-    d = Path(f"/lib/modules/{abi}/updates/dkms")
+    d = updates_dir(abi)
     cands = sorted(d.glob(f"{CLIENT}.ko*")) if d.exists() else []
     return cands[0] if cands else None
 

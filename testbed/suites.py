@@ -344,6 +344,19 @@ def client_module_builds(k, kverbs_build, include=None, tag="tree"):
 
 # --------------------------------------------------------------------- DKMS
 def suite_dkms(res, kernels):
+    before = dkms.host_state()
+    try:
+        _suite_dkms(res, kernels)
+    finally:
+        after = dkms.host_state()
+        changed = sorted(set(before) ^ set(after))
+        res.check("dkms", "the host's /var/lib/dkms, /usr/src and "
+                  "/lib/modules/*/updates are as they were (the lab's DKMS "
+                  "trees are under build/dkms)", not changed,
+                  "\n".join(changed[:20]))
+
+
+def _suite_dkms(res, kernels):
     dkms.add()
     for k in kernels:
         try:
@@ -353,7 +366,7 @@ def suite_dkms(res, kernels):
             continue
         res.add("dkms", f"dkms install -k {k.abi}", True,
                 ", ".join(p.name for p in mods.values()))
-        d = Path(f"/lib/modules/{k.abi}/updates/dkms")
+        d = dkms.updates_dir(k.abi)
         unshipped = {m.split(".")[0] for m in
                      kbuild.KUNIT_MODULES + kbuild.BENCH_MODULES +
                      kbuild.TEST_MODULES}
