@@ -13,6 +13,7 @@ is one of ours keeps its modules, and the host's /var/lib/dkms and
 /usr/src keep whatever its administrator put there.
 """
 import lzma
+import os
 import re
 import shutil
 from pathlib import Path
@@ -49,7 +50,12 @@ def _dkms(args, abi=None, **kw):
     cmd += ["--dkmstree", str(t / "var/lib/dkms"),
             "--sourcetree", str(t / "usr/src"),
             "--installtree", str(t / "lib/modules"), "--no-depmod"]
-    return run(cmd, **kw)
+    # dkms signs with (and first creates) /var/lib/dkms/mok.key whatever
+    # --dkmstree says, unless framework.conf or the environment names a
+    # key: the lab's is its own.
+    env = dict(os.environ, mok_signing_key=str(t / "mok.key"),
+               mok_certificate=str(t / "mok.pub"))
+    return run(cmd, env=env, **kw)
 
 
 def host_state():
@@ -58,6 +64,9 @@ def host_state():
     out = []
     roots = [Path("/var/lib/dkms"), Path("/usr/src")] + \
         sorted(Path("/lib/modules").glob("*/updates"))
+    # depmod's output too (the lab runs dkms with --no-depmod)
+    for p in sorted(Path("/lib/modules").glob("*/modules.dep*")):
+        out.append(f"{p} {p.stat().st_mtime_ns}")
     for root in roots:
         if not root.exists():
             continue
