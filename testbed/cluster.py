@@ -444,12 +444,20 @@ class Cluster:
         the tests would go unreported."""
         if "nosoftlockup" not in self.append.split():
             return
-        r = node.run("cat /proc/sys/kernel/soft_watchdog", timeout=60)
-        if r.rc != 0 or r.out.strip() != "1":
+        # watchdog (0 with nowatchdog) gates soft_watchdog; a threshold of
+        # 0 turns the detector off too
+        r = node.run("cd /proc/sys/kernel && cat watchdog soft_watchdog "
+                     "watchdog_thresh", timeout=60)
+        vals = r.out.split()
+        if r.rc != 0 or len(vals) != 3 or vals[:2] != ["1", "1"] or \
+                vals[2] == "0":
             raise HarnessError(
                 f"{node.name} ({self.kernel.abi}): the soft-lockup watchdog "
-                f"is off after boot ({r.out.strip()!r})",
-                "the guest's /init arms it (testbed/initramfs.py INIT)")
+                f"is off after boot (watchdog, soft_watchdog, "
+                f"watchdog_thresh: {r.out.strip()!r})",
+                "the guest's /init arms it (testbed/initramfs.py INIT); "
+                "nowatchdog or watchdog_thresh=0 in KVLAB_GUEST_APPEND "
+                "turn it off")
 
     def _connect(self, node, deadline):
         while time.monotonic() < deadline:

@@ -137,7 +137,8 @@ def _is_our_program(path):
     """An executable ELF the harness built (meson's build tree), not a
     distro file (already stripped) and not a kernel module."""
     path = Path(path)
-    if path.suffix == ".ko" or not path.is_relative_to(build_dir()):
+    if path.suffix == ".ko" or \
+            not path.is_relative_to(build_dir().resolve()):
         return False
     with open(path, "rb") as f:
         return f.read(4) == b"\x7fELF"
@@ -189,6 +190,8 @@ def _key(kernel):
     (init, agent, module list), the kernel build, and the host binaries."""
     h = hashlib.sha256()
     h.update(Path(__file__).read_bytes())
+    # the archive format (compression, alignment) lives in cpio.py
+    h.update((Path(__file__).parent / "cpio.py").read_bytes())
     h.update(kernel.abi.encode())
     h.update(str(getattr(kernel, "version", "")).encode())
     inputs = GUEST_TOOLS + ["/bin/busybox", LIBGCC] + \

@@ -504,13 +504,14 @@ def run(kk, modules, workdir, timeout=None, append=""):
                 text, m.group(2), (m.group(3) or "").strip())))
     completed = f"{MARK} init done" in text
     wd = re.search(rf"{re.escape(MARK)} soft_watchdog (\S+)", text)
-    if wd and wd.group(1) not in ("1", "none"):
-        # booted nosoftlockup (CMDLINE): lockups in the tests would go
-        # unreported
-        cases_extra = [("kvlab", "soft-lockup watchdog armed by /init",
-                        "fail")]
-    else:
-        cases_extra = []
+    cases_extra = []
+    if completed and "nosoftlockup" in f"{CMDLINE} {append}".split() and \
+            (wd is None or wd.group(1) != "1") and \
+            kernel_config(kk).get("CONFIG_SOFTLOCKUP_DETECTOR") == "y":
+        # booted nosoftlockup (CMDLINE) and INIT did not arm the watchdog:
+        # lockups in the tests would go unreported
+        cases_extra = [("kvlab", "soft-lockup watchdog armed by /init "
+                        f"({wd.group(1) if wd else 'no marker'})", "fail")]
     report = ktap.report(text)
     cases = list(report.cases)
     ran = len(cases)        # KTAP entries (a crash-truncated suite counts)
