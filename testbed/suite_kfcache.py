@@ -80,10 +80,11 @@ def insmod(node, names):
 
 
 def guest_smp():
-    """vCPUs per kfcache guest: 1, or KVLAB_KFCACHE_SMP (2 runs the races
-    between softirq and a task on another CPU; issue 26)."""
+    """vCPUs per kfcache guest: 2 (the races between softirq and a task on
+    another CPU, where rxe 6.1's lost LOCAL_INV hung a reader; issue 26),
+    or KVLAB_KFCACHE_SMP=1."""
     import os
-    v = os.environ.get("KVLAB_KFCACHE_SMP", "1")
+    v = os.environ.get("KVLAB_KFCACHE_SMP", "2")
     if v not in ("1", "2"):
         raise HarnessError(f"KVLAB_KFCACHE_SMP={v!r}: 1 or 2")
     return int(v)
@@ -113,7 +114,7 @@ def suite_kfcache_debug(res):
     from .suites import _debug_cluster, kmemleak_report
     name = "kfcache-debug"
     try:
-        c = _debug_cluster(name, MODS, BINS)
+        c = _debug_cluster(name, MODS, BINS, smp=guest_smp())
         # the tree goes into the same overlay: rebuild it with the files
         man, _, ovl, _ = _prepare(c.workdir, mods=_debug_mods(), disk=False)
         c.overlay = ovl
