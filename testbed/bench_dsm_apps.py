@@ -27,7 +27,7 @@ import re
 
 from . import udsm
 from .benchmethod import fmt, per_round_ratio, rotated, spread
-from .bench_dsm_fault import DEFAULT_KERNEL, four_guests  # noqa: F401
+from .bench_dsm_fault import four_guests
 from .common import HarnessError, build_dir, log
 
 KERNEL_MODES = ["K", "T", "S"]

@@ -74,7 +74,7 @@ def _svg(series, path):
 
 
 def main(args):
-    from . import deps, kernels, suites
+    from . import deps, kernels
     from .cluster import Cluster
     from .suite_kvmem import overlay_for
     rounds = 1 if args.quick else 5

@@ -32,7 +32,7 @@ import secrets
 import statistics
 import time
 
-from .benchmethod import fmt, per_round_ratio, rotated, spread
+from .benchmethod import fmt, per_round_ratio, rotated
 from .common import HarnessError, Phase, build_dir, log
 
 RESULT_RX = re.compile(r"result (?:mode=\S+ )?count=(\d+) size=(\d+) "

@@ -234,7 +234,7 @@ def cmd_docs(args):
 
 def cmd_demo(args):
     """Boot 2 guests and run the showcase: SOR on the kdsm DSM."""
-    from . import deps, suite_kdsm, suites
+    from . import deps, suite_kdsm
     from .cluster import Cluster
     with Phase("setup"):
         deps.ensure()

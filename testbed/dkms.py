@@ -28,33 +28,48 @@ def tree():
     return build_dir() / "dkms"
 
 
+def dkms_tree():
+    """The lab's DKMS state (the host's /var/lib/dkms)."""
+    return tree() / "var" / "lib" / "dkms"
+
+
+def source_tree():
+    """The lab's DKMS sources (the host's /usr/src)."""
+    return tree() / "usr" / "src"
+
+
+def install_tree(abi=None):
+    """The lab's module trees (the host's /lib/modules), or @abi's."""
+    t = tree() / "lib" / "modules"
+    return t / abi if abi else t
+
+
 def _dkms(args, abi=None, **kw):
     """Run dkms on the lab's trees; with @abi, for that kernel (its
     headers must be installed: /lib/modules/<abi>/build)."""
     require_tool("dkms", "dkms")
-    t = tree()
-    for d in ("var/lib/dkms", "usr/src", "lib/modules"):
-        (t / d).mkdir(parents=True, exist_ok=True)
+    for d in (dkms_tree(), source_tree(), install_tree()):
+        d.mkdir(parents=True, exist_ok=True)
     cmd = ["dkms"] + args
     if abi is not None:
         headers = Path(f"/lib/modules/{abi}/build")
         if not headers.exists():
             raise HarnessError(f"no kernel headers for {abi} ({headers})",
                                f"apt-get install linux-headers-{abi}")
-        kdir = t / "lib" / "modules" / abi
+        kdir = install_tree(abi)
         kdir.mkdir(parents=True, exist_ok=True)
         link = kdir / "build"
         if not link.is_symlink():
             link.symlink_to(headers)
         cmd += ["-k", abi, "--kernelsourcedir", str(headers)]
-    cmd += ["--dkmstree", str(t / "var/lib/dkms"),
-            "--sourcetree", str(t / "usr/src"),
-            "--installtree", str(t / "lib/modules"), "--no-depmod"]
+    cmd += ["--dkmstree", str(dkms_tree()),
+            "--sourcetree", str(source_tree()),
+            "--installtree", str(install_tree()), "--no-depmod"]
     # dkms signs with (and first creates) /var/lib/dkms/mok.key whatever
     # --dkmstree says, unless framework.conf or the environment names a
     # key: the lab's is its own.
-    env = dict(os.environ, mok_signing_key=str(t / "mok.key"),
-               mok_certificate=str(t / "mok.pub"))
+    env = dict(os.environ, mok_signing_key=str(tree() / "mok.key"),
+               mok_certificate=str(tree() / "mok.pub"))
     return run(cmd, env=env, **kw)
 
 
@@ -110,13 +125,13 @@ def add():
 
 def src_dir():
     """The staged source tree (an operator's /usr/src/kverbs-<version>)."""
-    return tree() / "usr" / "src" / f"{PACKAGE}-{version()}"
+    return source_tree() / f"{PACKAGE}-{version()}"
 
 
 def kept_symvers(abi):
     """The Module.symvers scripts/dkms.postbuild kept for kernel @abi."""
     arch = run(["uname", "-m"]).stdout.strip()
-    return (tree() / "var/lib/dkms" / PACKAGE / version() / abi / arch /
+    return (dkms_tree() / PACKAGE / version() / abi / arch /
             "Module.symvers")
 
 
@@ -126,7 +141,7 @@ def _dkms_install(package, ver, abi):
     p = _dkms(["install", f"{package}/{ver}"], abi, timeout=900,
               check=False)
     if p.returncode != 0:
-        log_path = tree() / "var/lib/dkms" / package / ver / "build/make.log"
+        log_path = dkms_tree() / package / ver / "build/make.log"
         tail = log_path.read_text()[-3000:] if log_path.exists() else ""
         raise HarnessError(f"dkms install {package} for {abi} failed:\n"
                            f"{p.stdout}\n{tail}")
@@ -141,7 +156,7 @@ def install(abi):
 def updates_dir(abi):
     """Where DKMS installs modules for @abi (/lib/modules/<abi>/updates/dkms
     on an operator's machine)."""
-    return tree() / "lib" / "modules" / abi / "updates" / "dkms"
+    return install_tree(abi) / "updates" / "dkms"
 
 
 def installed(abi):
@@ -178,7 +193,7 @@ def client_install(abis):
     kernel of @abis; return {abi: installed path}.  Its dkms.conf may name
     no path into this checkout: it builds from DKMS's trees only."""
     ver = client_version()
-    src = tree() / "usr" / "src" / f"{CLIENT}-{ver}"
+    src = source_tree() / f"{CLIENT}-{ver}"
     _dkms(["remove", f"{CLIENT}/{ver}", "--all"], check=False)
     if src.exists():
         shutil.rmtree(src)

@@ -323,8 +323,8 @@ def mount_disk(node, mnt="/export", dev="/dev/vda", ro=True):
           "ext4 loaded?", timeout=120)
 
 
-NFS_CONF = f"""[nfsd]
-threads={{threads}}
+NFS_CONF = """[nfsd]
+threads={threads}
 udp=n
 tcp=y
 vers3=n
