@@ -6,6 +6,7 @@
 #define _KVMEM_PRI_H
 
 #include <linux/atomic.h>
+#include <linux/error-injection.h>
 #include <linux/kref.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>

@@ -126,6 +126,7 @@ fail:
 	return ERR_PTR(-ENOMEM);
 }
 EXPORT_SYMBOL_NS_GPL(kvmem_region_create, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kvmem_region_create, ERRNO);
 
 /*
  * Enter a section in which a client callback may run: the SRCU index, or
@@ -491,3 +492,4 @@ int kvmem_region_fd(struct kvmem_region *r)
 	return fd;
 }
 EXPORT_SYMBOL_NS_GPL(kvmem_region_fd, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kvmem_region_fd, ERRNO);

@@ -20,7 +20,7 @@
  * Context: any.
  * Return: 0 or the provider's error.
  */
-int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
+noinline int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
 {
 	struct ib_sge sge = {
 		.addr = rx->dma,
@@ -35,6 +35,7 @@ int kvmsg_post_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx)
 
 	return ib_post_recv(ep->qp, &wr, NULL);
 }
+ALLOW_ERROR_INJECTION(kvmsg_post_recv, ERRNO);
 
 /*
  * Give a buffer back to the adapter and count it for the next grant.

@@ -99,6 +99,7 @@ struct kvmsg_buf *kvmsg_reserve(struct kverbs_ep *ep, u32 len,
 	return b;
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_reserve, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kvmsg_reserve, ERRNO);
 
 /**
  * kvmsg_buf_data - where the caller writes its message
@@ -312,6 +313,11 @@ int kvmsg_send(struct kvmsg_buf *buf, u32 len, unsigned int flags,
 	return queued ? 0 : ret;
 }
 EXPORT_SYMBOL_NS_GPL(kvmsg_send, KVERBS_NS);
+/*
+ * Not ALLOW_ERROR_INJECTION: the buffer is the library's whatever this
+ * returns, so an injected return would leak it and its endpoint.  A
+ * failed post is injected at kverbs_sq_post_locked().
+ */
 
 /**
  * kvmsg_unreserve - give back a reserved buffer without sending it

@@ -196,6 +196,7 @@ int kverbs_auth_init(struct kverbs_domain *dom, const char *desc)
 	key_put(key);
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_auth_init, ERRNO);
 
 /**
  * kverbs_auth_free - forget a domain's key

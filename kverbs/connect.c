@@ -92,7 +92,7 @@ static int kverbs_ep_qp_ready(struct kverbs_ep *ep,
  * endpoint's CQ reservation or the endpoint sees the domain gone; and only
  * while CONNECTING, so nothing is created once teardown has started.
  */
-int kverbs_ep_setup_qp(struct kverbs_ep *ep)
+noinline int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 {
 	struct kverbs_domain *dom = ep->dom;
 	struct ib_qp_init_attr init = {};
@@ -194,6 +194,7 @@ out:
 	mutex_unlock(&dom->lock);
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_ep_setup_qp, ERRNO);
 
 /* RC transport retries; see kverbs_conn_param() */
 #define KVERBS_RETRY		6
@@ -567,3 +568,4 @@ fail:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_connect, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_ep_connect, ERRNO);

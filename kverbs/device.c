@@ -72,6 +72,7 @@ int kverbs_device_attach_domain(struct kverbs_device *kdev,
 	mutex_unlock(&kdev->lock);
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_device_attach_domain, ERRNO);
 
 void kverbs_device_detach_domain(struct kverbs_device *kdev,
 				 struct kverbs_domain *dom)

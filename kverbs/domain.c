@@ -145,6 +145,7 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	return dom;
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_domain_create, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_domain_create, ERRNO);
 
 /**
  * kverbs_domain_priv - the @priv given at creation
@@ -229,6 +230,7 @@ out_put:
 	kverbs_device_put(kdev);
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_domain_bind, ERRNO);
 
 /*
  * Tear down every endpoint that uses the domain's device resources, then

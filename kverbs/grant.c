@@ -326,6 +326,7 @@ out_unlock:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_region_grant, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_region_grant, ERRNO);
 
 /**
  * kverbs_grant_revoke - end a peer's access and free the grant

@@ -7,6 +7,7 @@
 #define _KVERBS_PRI_H
 
 #include <linux/completion.h>
+#include <linux/error-injection.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>

@@ -408,6 +408,7 @@ out_free:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_listen, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_listen, ERRNO);
 
 /**
  * kverbs_listener_free - stop a listener in any state and free it

@@ -103,6 +103,7 @@ int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 	return kverbs_rdma_rw(ep, IB_WR_RDMA_READ, op, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_rdma_read, ERRNO);
 
 /**
  * kverbs_rdma_write - write a local region's bytes into a peer's memory
@@ -124,6 +125,7 @@ int kverbs_rdma_write(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,
 	return kverbs_rdma_rw(ep, IB_WR_RDMA_WRITE, op, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_write, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_rdma_write, ERRNO);
 
 static int kverbs_atomic(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			 const struct kverbs_rdma_op *rop, u64 compare_add,

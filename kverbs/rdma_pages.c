@@ -225,6 +225,7 @@ int kverbs_rdma_write_pages(struct kverbs_ep *ep, struct page **pages,
 				 remote, done, ctx, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_write_pages, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_rdma_write_pages, ERRNO);
 
 /**
  * kverbs_ep_max_read_pages - pages one kverbs_rdma_read_pages() carries
@@ -278,3 +279,4 @@ int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 				 npages, remote, done, ctx, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read_pages, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_rdma_read_pages, ERRNO);

@@ -92,6 +92,7 @@ undo:
 	}
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_domain_map_regions, ERRNO);
 
 /**
  * kverbs_domain_unmap_regions - unmap every region of a domain being unbound
@@ -174,6 +175,7 @@ out_free:
 	return ERR_PTR(ret);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_region_create, KVERBS_NS);
+ALLOW_ERROR_INJECTION(kverbs_region_create, ERRNO);
 
 /**
  * kverbs_region_destroy - revoke every grant of a region and free it

@@ -258,6 +258,7 @@ int kverbs_sq_alloc(struct kverbs_ep *ep)
 	}
 	return 0;
 }
+ALLOW_ERROR_INJECTION(kverbs_sq_alloc, ERRNO);
 
 /**
  * kverbs_sq_free - free the ledger of an endpoint being released
@@ -287,9 +288,9 @@ void kverbs_sq_free(struct kverbs_ep *ep)
  * Context: any, ep->lock held, endpoint CONNECTED.
  * Return: 0 or the provider's post error (nothing was accounted then).
  */
-int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
-			  struct ib_send_wr *wr, bool want_signal,
-			  bool *signaled)
+noinline int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
+				   struct ib_send_wr *wr, bool want_signal,
+				   bool *signaled)
 {
 	struct kverbs_sq *sq = &ep->sq;
 	u32 pos, unsignaled = sq->ledger.unsignaled;
@@ -316,6 +317,7 @@ int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
 	*signaled = sig;
 	return 0;
 }
+ALLOW_ERROR_INJECTION(kverbs_sq_post_locked, ERRNO);
 
 /**
  * kverbs_sq_used - WRs on the books
@@ -679,8 +681,8 @@ static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
  * Return: 0, -ENOTCONN or the endpoint's error once it is going down, or
  * the provider's post error; the slot is the caller's again on error.
  */
-int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
-		   struct ib_send_wr *wr)
+noinline int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
+			    struct ib_send_wr *wr)
 {
 	bool sig;
 	int ret;
@@ -697,3 +699,4 @@ int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 	spin_unlock_bh(&ep->lock);
 	return ret;
 }
+ALLOW_ERROR_INJECTION(kverbs_op_post, ERRNO);
