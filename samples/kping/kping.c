@@ -355,6 +355,24 @@ static int kping_client_recv(struct kverbs_ep *ep, struct kvmsg_rx *rx,
 	return v;
 }
 
+/*
+ * The endpoint went down under the run (a failed post, the peer gone):
+ * its error ends the wait at once, not timeout_ms later.  A local close
+ * comes after the run, with nobody waiting.
+ */
+static void kping_client_disconnected(struct kverbs_ep *ep, int err)
+{
+	struct kping_client *c = kverbs_ep_priv(ep);
+
+	spin_lock_bh(&c->lock);
+	kping_client_fail(c, err ?: -ECONNRESET);
+	spin_unlock_bh(&c->lock);
+}
+
+static const struct kverbs_domain_ops kping_client_ops = {
+	.disconnected = kping_client_disconnected,
+};
+
 static const struct kvmsg_ops kping_client_msg_ops = {
 	.recv = kping_client_recv,
 	.send_done = kping_send_done,
@@ -506,8 +524,8 @@ static int kping_client(void)
 		goto out_free;
 	}
 
-	kping_dom = kping_domain(NULL, &kping_client_msg_ops, "kping-client",
-				 1);
+	kping_dom = kping_domain(&kping_client_ops, &kping_client_msg_ops,
+				 "kping-client", 1);
 	if (IS_ERR(kping_dom)) {
 		ret = PTR_ERR(kping_dom);
 		goto out_free;
@@ -527,8 +545,12 @@ static int kping_client(void)
 	if (ret)
 		pr_err("burst failed after %u messages: %d\n", burst, ret);
 	start = ktime_get_ns();
-	if (!ret)
+	if (!ret) {
 		ret = kping_run(&c);
+		if (ret)
+			pr_err("run failed after %u of %u replies: %d\n",
+			       READ_ONCE(c.replies), count, ret);
+	}
 	if (!ret)
 		kping_report(&c, ktime_get_ns() - start);
 	kverbs_ep_close(c.ep);
