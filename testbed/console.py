@@ -72,6 +72,10 @@ PATTERNS = [
     ("WARNING", re.compile(r"WARNING: .*(?:CPU|at )|^WARNING: |"
                            r"-+\[ cut here \]-+")),
     ("panic", re.compile(r"Kernel panic")),
+    # lib/fault-inject.c's notice of a failure it injected (verbose >= 1;
+    # with verbose 2 its stack follows).  Only faultinj-debug injects,
+    # inside Node.expect_report("fault injection").
+    ("fault injection", re.compile(r"FAULT_INJECTION: forcing a failure")),
     # Safety net for dump_stack() callers whose headline none of the above
     # knows. See TRACE_WINDOW.
     ("call trace", re.compile(r"\bCall Trace:")),
@@ -110,15 +114,20 @@ def classify(line):
 def scan_text(text, path="<console>"):
     found = []
     last = None                 # line number of the latest finding
+    window = TRACE_WINDOW       # lines after it whose trace is its own
     for n, line in enumerate(text.splitlines(), start=1):
         kind = classify(line)
         if kind is None:
             continue
         if kind == "call trace" and last is not None \
-                and n - last <= TRACE_WINDOW:
+                and n - last <= window:
             continue
         found.append(Finding(path, n, kind, line))
         last = n
+        # fault injection's notice is 4 lines before its own stack: a
+        # trace further on is someone else's (faultinj-debug expects
+        # notices all through its trials)
+        window = 6 if kind == "fault injection" else TRACE_WINDOW
     return found
 
 

@@ -36,6 +36,8 @@ EXPECTED = {
     "kmemleak.log": ["kmemleak"] * 3,               # summary + 2 objects
     "page_alloc_failure.log": ["page allocation failure"],
     "call_trace.log": ["call trace"],
+    # failslab's notice and stack (verbose=2): faultinj-debug expects it
+    "fault_injection.log": ["fault injection"],
     # slub_debug=FZPU on a 6.12 guest, then the double fault it precedes
     "slub_poison.log": ["slab corruption", "oops"],
 }
