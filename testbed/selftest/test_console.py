@@ -198,5 +198,32 @@ class ExpectedReports(unittest.TestCase):
                              [("lockdep", 3), ("kmemleak", 4)])
 
 
+class InjectionSite(unittest.TestCase):
+    """faultinj-debug names an injected failure's call site from its
+    stack: the innermost frame of ours, else the first below the
+    allocator."""
+
+    def test_outside(self):
+        from testbed.suite_faultinj import injection_site
+        text = (SAMPLES / "fault_injection.log").read_text()
+        self.assertEqual(injection_site(text), "outside: mas_alloc_nodes")
+
+    def test_ours_and_unreliable_frames(self):
+        from testbed.suite_faultinj import injection_site
+        text = ("[ 1.0] FAULT_INJECTION: forcing a failure.\n"
+                "[ 1.0] name failslab, interval 1\n"
+                "[ 1.0] Call Trace:\n [ 1.0]  <TASK>\n"
+                "[ 1.0]  dump_stack_lvl+0x4c/0x5f\n"
+                "[ 1.0]  should_failslab+0x5/0x10\n"
+                "[ 1.0]  __kmalloc+0x42/0x150\n"
+                "[ 1.0]  ? kverbs_listen+0x1/0x320 [kverbs]\n"
+                "[ 1.0]  kvmsg_buf_alloc+0x28/0x90 [kverbs]\n"
+                "[ 1.0]  kvmsg_ep_setup+0x1a1/0x400 [kverbs]\n"
+                "[ 1.0]  kping_init+0x104/0x1000 [kping]\n"
+                "[ 1.0]  </TASK>\n")
+        self.assertEqual(injection_site(text), "kvmsg_buf_alloc [kverbs]")
+        self.assertIsNone(injection_site("[ 1.0] nothing injected\n"))
+
+
 if __name__ == "__main__":
     unittest.main()
