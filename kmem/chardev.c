@@ -127,8 +127,8 @@ static long kvmem_ioc_stats(struct kvmem_region *r, void __user *arg)
  * protections or destroy it; the others go to the client, until it
  * destroyed the region (-ENODEV; its module may be gone with @ops).
  */
-static long kvmem_client_ioctl(struct kvmem_region *r, unsigned int cmd,
-			       unsigned long arg)
+static long kvmem_client_ioctl(struct kvmem_region *r, struct file *f,
+			       unsigned int cmd, unsigned long arg)
 {
 	long ret;
 	int idx;
@@ -142,7 +142,7 @@ static long kvmem_client_ioctl(struct kvmem_region *r, unsigned int cmd,
 	idx = kvmem_client_enter(r);
 	if (idx < 0)
 		return idx;
-	ret = r->ops->ioctl ? r->ops->ioctl(r, cmd, arg, r->priv) : -ENOTTY;
+	ret = r->ops->ioctl ? r->ops->ioctl(r, f, cmd, arg, r->priv) : -ENOTTY;
 	kvmem_client_exit(r, idx);
 	return ret;
 }
@@ -161,7 +161,7 @@ long kvmem_region_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	if (cmd == KVMEM_IOC_STATS)
 		return kvmem_ioc_stats(r, uarg);
 	if (r->ops != &kvmem_ioctl_ops)
-		return kvmem_client_ioctl(r, cmd, arg);
+		return kvmem_client_ioctl(r, f, cmd, arg);
 	switch (cmd) {
 	case KVMEM_IOC_PROTECT:
 		return kvmem_ioc_protect(r, uarg, false);

@@ -454,9 +454,23 @@ static int kvmem_file_mmap(struct file *f, struct vm_area_struct *vma)
 	return 0;
 }
 
+/*
+ * The descriptor's last close: the client lets go of what it tied to @f
+ * (kvmem_ops.release), unless it destroyed the region already.
+ */
 static int kvmem_file_release(struct inode *inode, struct file *f)
 {
-	kvmem_region_put(f->private_data);
+	struct kvmem_region *r = f->private_data;
+	int idx;
+
+	if (r->ops->release) {
+		idx = kvmem_client_enter(r);
+		if (idx >= 0) {
+			r->ops->release(r, f, r->priv);
+			kvmem_client_exit(r, idx);
+		}
+	}
+	kvmem_region_put(r);
 	return 0;
 }
 

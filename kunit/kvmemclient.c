@@ -59,8 +59,9 @@ static void kvmemclient_fault(struct kvmem_region *r, u32 index, bool write,
  * mmap_lock inside the callback, which lockdep then checks against the
  * faults that call ->fault with mmap_lock held.
  */
-static long kvmemclient_region_ioctl(struct kvmem_region *r, unsigned int cmd,
-				     unsigned long arg, void *priv)
+static long kvmemclient_region_ioctl(struct kvmem_region *r, struct file *f,
+				     unsigned int cmd, unsigned long arg,
+				     void *priv)
 {
 	struct kvmemclient *c = priv;
 	struct kvmem_range range = { arg, 1 };

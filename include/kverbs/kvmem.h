@@ -26,6 +26,7 @@
 #include <kverbs/kverbs.h>	/* KVERBS_NOWAIT */
 #include <uapi/kverbs/kvmem.h>
 
+struct file;
 struct kvmem_region;
 struct page;
 
@@ -40,19 +41,27 @@ struct page;
  *	callback of its own for what it still needs.  The client resolves it
  *	(fetch the page, then kvmem_protect() a grant, with KVERBS_NOWAIT
  *	from atomic context); the task waits killably and retries.  May sleep.
- * @ioctl: optional; an ioctl() on a descriptor of kvmem_region_fd(), in the
- *	calling task, may sleep.  kvmem's commands that change protections
- *	or destroy the region fail -ENOTTY on a client's region and
- *	KVMEM_IOC_STATS answers on every region; any other command comes
- *	here (-ENOTTY without @ioctl).  Returns what ioctl() returns.
+ * @ioctl: optional; an ioctl() on descriptor @f of kvmem_region_fd(), in
+ *	the calling task, may sleep.  kvmem's commands that change
+ *	protections or destroy the region fail -ENOTTY on a client's region
+ *	and KVMEM_IOC_STATS answers on every region; any other command comes
+ *	here (-ENOTTY without @ioctl).  Returns what ioctl() returns.  @f
+ *	names the descriptor for what the client ties to it (a lock its
+ *	process holds, say); it stays valid until @release for it returns.
+ * @release: optional; descriptor @f of kvmem_region_fd() is closed for the
+ *	last time (its process exited or closed it), in process context, may
+ *	sleep; no @ioctl on @f runs or follows.  The client lets go of what
+ *	the descriptor held; it must not keep @f.
  *
- * Neither callback runs once kvmem_region_destroy() returned, and a
- * client wakes its own callbacks blocked in it before calling destroy.
+ * No callback runs once kvmem_region_destroy() returned, and a client
+ * wakes its own callbacks blocked in it before calling destroy: a
+ * descriptor closed after that gets no @release.
  */
 struct kvmem_ops {
 	void (*fault)(struct kvmem_region *r, u32 index, bool write, void *priv);
-	long (*ioctl)(struct kvmem_region *r, unsigned int cmd,
+	long (*ioctl)(struct kvmem_region *r, struct file *f, unsigned int cmd,
 		      unsigned long arg, void *priv);
+	void (*release)(struct kvmem_region *r, struct file *f, void *priv);
 };
 
 struct kvmem_region *kvmem_region_create(u32 npages, u32 prot,

@@ -866,6 +866,7 @@ static const struct kvmsg_ops kdsm_msg_ops = {
 static const struct kvmem_ops kdsm_kvmem_ops = {
 	.fault = kdsm_engine_fault,
 	.ioctl = kdsm_region_ioctl,
+	.release = kdsm_region_release,
 };
 
 /* Tell every peer we hold their keys, then wait for theirs. */

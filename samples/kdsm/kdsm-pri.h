@@ -155,16 +155,25 @@ struct kdsm_ev {
 	} self[KDSM_EV_SELF];
 };
 
+/*
+ * A kernel lock at this node.  @owner: the region descriptor whose task
+ * took it, compared and never followed; cleared when the lock leaves or
+ * the descriptor closes (kdsm_region_release()), so no freed file's
+ * address stays here.
+ */
 struct kdsm_lockwait {
 	bool waiting;		/* a task of ours waits for the grant */
 	bool held;		/* granted to this node */
 	bool abandoned;		/* its waiter died: release on grant */
+	bool dead;		/* granted KDSM_LOCK_DEAD, not yet reported */
+	const struct file *owner;
 };
 
 /* A lock's manager state (at node id % nnodes + 1) */
 struct kdsm_lockmgr {
 	u8 holder;		/* 0: free */
 	u8 nq;
+	bool dead;		/* a holder died since the last grant */
 	u8 q[KDSM_MAX_NODES];
 };
 
@@ -177,6 +186,7 @@ struct kdsm_lockmgr {
 struct kdsm_ql {
 	struct kdsm_cluster *kd;
 	struct kdsm_qlock q;
+	const struct file *owner;	/* as kdsm_lockwait's */
 	int err;		/* for the waiting task: -EOPNOTSUPP */
 	u8 px_state;
 	u8 px_cmp;
@@ -312,8 +322,9 @@ int kdsm_rdma_fetch(struct kdsm_cluster *kd, u8 from, u32 page);
 int kdsm_sync_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s,
 		   enum kvmsg_ctx ctx);
 int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev);
-long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
-		       unsigned long arg, void *priv);
+long kdsm_region_ioctl(struct kvmem_region *r, struct file *f,
+		       unsigned int cmd, unsigned long arg, void *priv);
+void kdsm_region_release(struct kvmem_region *r, struct file *f, void *priv);
 
 /* qlock.c */
 int kdsm_qlock_init(struct kdsm_cluster *kd);
@@ -323,8 +334,10 @@ struct kverbs_grant *kdsm_qlock_grant(struct kdsm_cluster *kd,
 int kdsm_qlock_key(struct kdsm_cluster *kd, struct kverbs_grant *g, u32 *rkey);
 bool kdsm_qlock_busy(struct kdsm_cluster *kd, u32 id);
 int kdsm_qlock_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
-long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id);
-long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id);
+long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id, const struct file *f);
+long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id, const struct file *f);
+void kdsm_qlock_release_owner(struct kdsm_cluster *kd, u32 id,
+			      const struct file *f);
 
 /* stats.c */
 static inline void kdsm_count(struct kdsm_cluster *kd, unsigned int stat,

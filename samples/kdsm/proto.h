@@ -184,6 +184,12 @@ struct kdsm_sig {
 
 static_assert(sizeof(struct kdsm_sig) == KDSM_MSG_LEN);
 
+/*
+ * KDSM_UNLOCK's and KDSM_LOCK_GRANT's @code: the lock's holder died (its
+ * descriptor closed) holding it; the grant tells the next holder.
+ */
+#define KDSM_LOCK_DEAD		1
+
 /* KDSM_QL_CAS_DONE's @code */
 #define KDSM_QL_NO_ATOMICS	1	/* the helper's device has no atomics */
 

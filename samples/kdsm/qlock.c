@@ -47,6 +47,9 @@
  * Failure: a lost peer fails the cluster, which wakes every waiter with
  * -EHOSTDOWN; nothing here resumes.  A task killed while it waits leaves
  * this node in the queue, flagged: the lock is passed on as it arrives.
+ * A held lock belongs to the descriptor it was taken through (@owner);
+ * when that closes, the lock is released as by an unlock, and nobody is
+ * told (the kernel lock's KDSM_LOCK_DEAD has no counterpart here).
  * ql_work is queued only while the cluster is live, so cancelling it
  * after kdsm_fail() is final; CAS completions run until the endpoints are
  * gone, before the regions and kd->ql are freed.
@@ -475,6 +478,7 @@ static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
  * kdsm_qlock_lock - KDSM_IOC_LOCK with KDSM_LOCK_ATOMIC
  * @kd: cluster
  * @id: lock, checked
+ * @f: the calling descriptor, which the lock will belong to
  *
  * Context: the calling task; sleeps (killable).
  * Return: 0 (the lock came to this task; another task of this node may
@@ -482,7 +486,7 @@ static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
  * or holds lock @id, of either kind), -EOPNOTSUPP (no atomics on the way to the word),
  * -EHOSTDOWN (the cluster failed), -EINTR.
  */
-long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
+long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 {
 	struct kdsm_ql *ql = &kd->ql[id];
 	bool granted;
@@ -503,6 +507,8 @@ long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
 	granted = kdsm_q_collect(&ql->q);
 	if (!ret && !granted)			/* never got in */
 		ret = ql->err ?: -EIO;
+	if (!ret)
+		ql->owner = f;
 	spin_unlock_bh(&kd->lock);
 	return ret;
 }
@@ -511,24 +517,61 @@ long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id)
  * kdsm_qlock_unlock - KDSM_IOC_UNLOCK with KDSM_LOCK_ATOMIC
  * @kd: cluster
  * @id: lock, checked
+ * @f: the calling descriptor
  *
  * Returns before the lock has left: the CAS or PASS goes now or from
  * ql_work.  Two tasks racing to unlock: one gives it back.
  *
  * Context: the calling task.
- * Return: 0, -EPERM (this node does not hold it as a queue lock),
- * -EHOSTDOWN.
+ * Return: 0, -EPERM (@f does not hold it as a queue lock), -EHOSTDOWN.
  */
-long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id)
+long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 {
+	struct kdsm_ql *ql = &kd->ql[id];
 	long ret;
 
 	spin_lock_bh(&kd->lock);
-	ret = kdsm_ql_ready(kd) ? kdsm_q_release(&kd->ql[id].q) : -EHOSTDOWN;
-	if (!ret)
+	if (!kdsm_ql_ready(kd))
+		ret = -EHOSTDOWN;
+	else if (ql->owner != f)
+		ret = -EPERM;
+	else
+		ret = kdsm_q_release(&ql->q);
+	if (!ret) {
+		ql->owner = NULL;
 		kdsm_ql_kick(kd, id, false);
+	}
 	spin_unlock_bh(&kd->lock);
 	return ret;
+}
+
+/**
+ * kdsm_qlock_release_owner - descriptor @f closed: lock @id goes if it held it
+ * @kd: cluster
+ * @id: lock
+ * @f: the descriptor, closed for the last time
+ *
+ * Released as by kdsm_qlock_unlock().  Nothing in a cluster that is not
+ * ready: kd->ql may be gone (kdsm_qlock_free() follows the failure), and
+ * no lock is used again.
+ *
+ * Context: process (kdsm_region_release()).
+ */
+void kdsm_qlock_release_owner(struct kdsm_cluster *kd, u32 id,
+			      const struct file *f)
+{
+	struct kdsm_ql *ql;
+
+	spin_lock_bh(&kd->lock);
+	if (kdsm_ql_ready(kd)) {
+		ql = &kd->ql[id];
+		if (ql->owner == f) {
+			ql->owner = NULL;
+			if (!kdsm_q_release(&ql->q))
+				kdsm_ql_kick(kd, id, false);
+		}
+	}
+	spin_unlock_bh(&kd->lock);
 }
 
 /**

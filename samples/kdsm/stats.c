@@ -39,6 +39,7 @@ static const char *const kdsm_stat_names2[] = {
 	[KDSM_STAT_DEFER_WAKES - KDSM_STAT_ATOMIC_LOCKS] = "defer_wakes",
 	[KDSM_STAT_DEFER_WAKE_NS - KDSM_STAT_ATOMIC_LOCKS] = "defer_wake_ns",
 	[KDSM_STAT_EV_DEFER_MODE - KDSM_STAT_ATOMIC_LOCKS] = "events_deferred_mode",
+	[KDSM_STAT_LOCKS_OWNER_DEAD - KDSM_STAT_ATOMIC_LOCKS] = "locks_owner_dead",
 };
 
 static_assert(ARRAY_SIZE(kdsm_stat_names2) ==

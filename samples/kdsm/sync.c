@@ -13,6 +13,20 @@
  * uses an id as one kind at a time: asking for the other kind meanwhile
  * is -EBUSY too.
  *
+ * Robust: a lock belongs to the region descriptor its task took it
+ * through, and only that descriptor unlocks it (its threads race as
+ * before: one gives it back, the others get -EPERM).  When the descriptor
+ * closes for the last time holding locks (its process died, say), they
+ * are released with KDSM_LOCK_DEAD in the UNLOCK; the manager keeps the
+ * mark until its next grant, which carries it, and that holder's lock
+ * call returns -EOWNERDEAD holding the lock, as pthread_mutex_lock() does
+ * for a robust mutex.  A grant nobody took (its waiter died) goes back
+ * with the mark, so the next holder that returns to a task learns it.
+ * Unlike a pthread mutex the lock stays usable: no "consistent" call,
+ * no ENOTRECOVERABLE; repairing the data it guards is the new holder's.
+ * A queue lock (qlock.c) is released when its descriptor closes but
+ * tells nobody.
+ *
  * A barrier is a generation: node 1 collects BAR_ENTER of generation g
  * from every node (itself included) and sends BAR_GO g to all.  One task
  * per node enters at a time (-EBUSY otherwise), again after libkdsm's
@@ -56,10 +70,10 @@ static bool kdsm_ready(const struct kdsm_cluster *kd)
 }
 
 static void kdsm_post_locked(struct kdsm_cluster *kd, struct kvmsg_buf *b,
-			     u8 type, u32 id, u32 gen)
+			     u8 type, u32 id, u32 gen, u8 code)
 {
-	struct kdsm_sig s = { .type = type, .id = cpu_to_be32(id),
-			      .gen = cpu_to_be32(gen) };
+	struct kdsm_sig s = { .type = type, .code = code,
+			      .id = cpu_to_be32(id), .gen = cpu_to_be32(gen) };
 
 	if (!IS_ERR_OR_NULL(b))		/* a lost peer fails the cluster */
 		kdsm_post(kd, b, &s);
@@ -71,10 +85,12 @@ static int kdsm_buf_err(struct kvmsg_buf *b)
 	return PTR_ERR(b) == -EAGAIN ? -EAGAIN : 0;
 }
 
-static void kdsm_lock_granted(struct kdsm_cluster *kd, u32 id)
+/* @dead: the grant says a holder died since the last one */
+static void kdsm_lock_granted(struct kdsm_cluster *kd, u32 id, bool dead)
 {
 	kd->lockwait[id].held = true;
 	kd->lockwait[id].waiting = false;
+	kd->lockwait[id].dead = dead;
 	kdsm_count(kd, KDSM_STAT_LOCKS, 1);
 	wake_up_all(&kd->sync_wq);
 }
@@ -117,14 +133,20 @@ static int kdsm_mgr_request(struct kdsm_cluster *kd, u32 id, u8 from)
 	}
 	m->holder = from;
 	if (from == kd->geo.self)
-		kdsm_lock_granted(kd, id);
+		kdsm_lock_granted(kd, id, m->dead);
 	else
-		kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0);
+		kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0,
+				 m->dead ? KDSM_LOCK_DEAD : 0);
+	m->dead = false;
 	return 0;
 }
 
-/* Manager: @from releases lock @id; the next in line gets it. */
-static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from)
+/*
+ * Manager: @from releases lock @id (@dead: its holder died); the next in
+ * line gets it.
+ */
+static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from,
+			    bool dead)
 {
 	struct kdsm_lockmgr *m = &kd->lockmgr[id];
 	struct kvmsg_buf *b = NULL;
@@ -132,6 +154,7 @@ static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from)
 
 	if (m->holder != from)
 		return -EPROTO;
+	m->dead |= dead;	/* kept by a retry after -EAGAIN too */
 	/* at most one entry is ours: a node asks once per lock */
 	kdsm_mgr_skip_abandoned(kd, id);
 	next = m->nq ? m->q[0] : 0;
@@ -144,31 +167,42 @@ static int kdsm_mgr_release(struct kdsm_cluster *kd, u32 id, u8 from)
 	if (next) {
 		memmove(m->q, m->q + 1, --m->nq);
 		if (next == kd->geo.self)
-			kdsm_lock_granted(kd, id);
+			kdsm_lock_granted(kd, id, m->dead);
 		else
-			kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0);
+			kdsm_post_locked(kd, b, KDSM_LOCK_GRANT, id, 0,
+					 m->dead ? KDSM_LOCK_DEAD : 0);
+		m->dead = false;
 	}
 	return 0;
 }
 
-/* This node gives lock @id back: to itself as manager, or by UNLOCK. */
-static int kdsm_release_locked(struct kdsm_cluster *kd, u32 id)
+/*
+ * This node gives lock @id back: to itself as manager, or by UNLOCK.
+ * @died: its holder died; a death no task of ours was told of yet
+ * (@lw->dead) goes on too.
+ */
+static int kdsm_release_locked(struct kdsm_cluster *kd, u32 id, bool died)
 {
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
 	u8 mgr = kdsm_lock_mgr(kd, id);
+	bool dead = died || lw->dead;
 	struct kvmsg_buf *b;
 	int ret;
 
 	if (mgr == kd->geo.self) {
-		ret = kdsm_mgr_release(kd, id, mgr);
+		ret = kdsm_mgr_release(kd, id, mgr, dead);
 	} else {
 		b = kdsm_reserve_locked(kd, mgr);
 		ret = kdsm_buf_err(b);
 		if (!ret)
-			kdsm_post_locked(kd, b, KDSM_UNLOCK, id, 0);
+			kdsm_post_locked(kd, b, KDSM_UNLOCK, id, 0,
+					 dead ? KDSM_LOCK_DEAD : 0);
 	}
 	if (!ret) {
-		kd->lockwait[id].held = false;
-		kd->lockwait[id].abandoned = false;
+		lw->held = false;
+		lw->abandoned = false;
+		lw->dead = false;
+		lw->owner = NULL;
 	}
 	return ret;
 }
@@ -199,7 +233,7 @@ static int kdsm_bar_enter(struct kdsm_cluster *kd, u8 from, u32 gen)
 	kd->mgr_entered = 0;
 	kd->mgr_gen = gen;
 	for (n = 2; n <= kd->geo.nnodes; n++)
-		kdsm_post_locked(kd, b[n], KDSM_BAR_GO, 0, gen);
+		kdsm_post_locked(kd, b[n], KDSM_BAR_GO, 0, gen, 0);
 	kd->bar_passed = gen;
 	wake_up_all(&kd->sync_wq);
 	return 0;
@@ -214,9 +248,13 @@ static int kdsm_sync_apply(struct kdsm_cluster *kd, u8 from,
 
 	switch (s->type) {
 	case KDSM_LOCK_REQ:
+		if (id >= KDSM_MAX_LOCKS || gen || s->code || s->node)
+			return -EPROTO;
+		break;
 	case KDSM_LOCK_GRANT:
 	case KDSM_UNLOCK:
-		if (id >= KDSM_MAX_LOCKS || gen || s->code || s->node)
+		if (id >= KDSM_MAX_LOCKS || gen || s->code > KDSM_LOCK_DEAD ||
+		    s->node)
 			return -EPROTO;
 		break;
 	case KDSM_BAR_ENTER:
@@ -235,16 +273,17 @@ static int kdsm_sync_apply(struct kdsm_cluster *kd, u8 from,
 	case KDSM_UNLOCK:
 		if (kdsm_lock_mgr(kd, id) != kd->geo.self)
 			return -EPROTO;
-		return kdsm_mgr_release(kd, id, from);
+		return kdsm_mgr_release(kd, id, from, s->code);
 	case KDSM_LOCK_GRANT:
 		lw = &kd->lockwait[id];
 		if (from != kdsm_lock_mgr(kd, id) || !lw->waiting)
 			return -EPROTO;
 		if (!lw->abandoned) {
-			kdsm_lock_granted(kd, id);
+			kdsm_lock_granted(kd, id, s->code);
 			return 0;
 		}
-		ret = kdsm_release_locked(kd, id);	/* its task died */
+		/* its task died: back it goes, a death it brings too */
+		ret = kdsm_release_locked(kd, id, s->code);
 		if (!ret)
 			lw->waiting = false;
 		return ret;
@@ -348,17 +387,19 @@ int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev)
 
 /*
  * Run @fn under kd->lock until it has its send buffers; @killable: give
- * up on a fatal signal (a request may; a release must not).
+ * up on a fatal signal (a request may; a release must not).  @f: the
+ * calling descriptor, for the functions that check a lock's owner.
  */
 static int kdsm_sync_retry(struct kdsm_cluster *kd,
-			   int (*fn)(struct kdsm_cluster *kd, u32 arg),
-			   u32 arg, bool killable)
+			   int (*fn)(struct kdsm_cluster *kd, u32 arg,
+				     const struct file *f),
+			   u32 arg, const struct file *f, bool killable)
 {
 	int ret;
 
 	for (;;) {
 		spin_lock_bh(&kd->lock);
-		ret = kdsm_ready(kd) ? fn(kd, arg) : -EHOSTDOWN;
+		ret = kdsm_ready(kd) ? fn(kd, arg, f) : -EHOSTDOWN;
 		spin_unlock_bh(&kd->lock);
 		if (ret != -EAGAIN)
 			return ret;
@@ -368,15 +409,41 @@ static int kdsm_sync_retry(struct kdsm_cluster *kd,
 	}
 }
 
-/* Under kd->lock: two tasks may race to unlock; one gives it back. */
-static int kdsm_unlock_locked(struct kdsm_cluster *kd, u32 id)
+/*
+ * Under kd->lock: descriptor @f's task unlocks.  Two tasks may race to
+ * unlock; one gives it back.
+ */
+static int kdsm_unlock_locked(struct kdsm_cluster *kd, u32 id,
+			      const struct file *f)
 {
-	if (!kd->lockwait[id].held)
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
+
+	if (!lw->held || lw->owner != f)
 		return -EPERM;
-	return kdsm_release_locked(kd, id);
+	return kdsm_release_locked(kd, id, false);
 }
 
-static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id)
+/* Under kd->lock: a grant that came as its task was killed goes back. */
+static int kdsm_giveback_locked(struct kdsm_cluster *kd, u32 id,
+				const struct file *f)
+{
+	return kd->lockwait[id].held ? kdsm_release_locked(kd, id, false) : 0;
+}
+
+/* Under kd->lock: descriptor @f closed; a lock it held goes, marked. */
+static int kdsm_owner_died_locked(struct kdsm_cluster *kd, u32 id,
+				  const struct file *f)
+{
+	struct kdsm_lockwait *lw = &kd->lockwait[id];
+
+	if (!lw->held || lw->owner != f)
+		return 0;
+	kdsm_count(kd, KDSM_STAT_LOCKS_OWNER_DEAD, 1);
+	return kdsm_release_locked(kd, id, true);
+}
+
+static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id,
+			 const struct file *f)
 {
 	struct kdsm_lockwait *lw = &kd->lockwait[id];
 	u8 mgr = kdsm_lock_mgr(kd, id);
@@ -392,42 +459,50 @@ static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id)
 		b = kdsm_reserve_locked(kd, mgr);
 		ret = kdsm_buf_err(b);
 		if (!ret)
-			kdsm_post_locked(kd, b, KDSM_LOCK_REQ, id, 0);
+			kdsm_post_locked(kd, b, KDSM_LOCK_REQ, id, 0, 0);
 	}
 	if (ret)
 		lw->waiting = false;
 	return ret;
 }
 
-static int kdsm_lock(struct kdsm_cluster *kd, u32 id)
+/* 0 or -EOWNERDEAD: the lock is @f's; see the top of the file. */
+static int kdsm_lock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 {
 	struct kdsm_lockwait *lw = &kd->lockwait[id];
 	bool held;
 	int ret;
 
-	ret = kdsm_sync_retry(kd, kdsm_lock_ask, id, true);
+	ret = kdsm_sync_retry(kd, kdsm_lock_ask, id, f, true);
 	if (ret)
 		return ret;
 	ret = wait_event_killable(kd->sync_wq,
 				  READ_ONCE(lw->held) || !kdsm_ready(kd));
 	spin_lock_bh(&kd->lock);
 	held = lw->held;
-	if (!kdsm_ready(kd))
+	if (!kdsm_ready(kd)) {
 		ret = -EHOSTDOWN;
-	else if (ret && !held)
+	} else if (ret && !held) {
 		lw->abandoned = true;	/* the grant goes straight back */
+	} else if (!ret) {
+		lw->owner = f;
+		if (lw->dead)
+			ret = -EOWNERDEAD;
+		lw->dead = false;
+	}
 	spin_unlock_bh(&kd->lock);
 	if (ret == -ERESTARTSYS && held)	/* killed as it came */
-		kdsm_sync_retry(kd, kdsm_unlock_locked, id, false);
+		kdsm_sync_retry(kd, kdsm_giveback_locked, id, f, false);
 	return ret;
 }
 
-static int kdsm_unlock(struct kdsm_cluster *kd, u32 id)
+static int kdsm_unlock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 {
-	return kdsm_sync_retry(kd, kdsm_unlock_locked, id, false);
+	return kdsm_sync_retry(kd, kdsm_unlock_locked, id, f, false);
 }
 
-static int kdsm_bar_ask(struct kdsm_cluster *kd, u32 gen)
+static int kdsm_bar_ask(struct kdsm_cluster *kd, u32 gen,
+			const struct file *f)
 {
 	struct kvmsg_buf *b;
 	int ret;
@@ -440,7 +515,7 @@ static int kdsm_bar_ask(struct kdsm_cluster *kd, u32 gen)
 		b = kdsm_reserve_locked(kd, 1);
 		ret = kdsm_buf_err(b);
 		if (!ret)
-			kdsm_post_locked(kd, b, KDSM_BAR_ENTER, 0, gen);
+			kdsm_post_locked(kd, b, KDSM_BAR_ENTER, 0, gen, 0);
 	}
 	if (!ret) {
 		kd->bar_gen = gen;
@@ -461,7 +536,7 @@ static int kdsm_barrier(struct kdsm_cluster *kd)
 	if (ret)
 		return ret;
 	gen = READ_ONCE(kd->bar_gen) + 1;
-	ret = kdsm_sync_retry(kd, kdsm_bar_ask, gen, true);
+	ret = kdsm_sync_retry(kd, kdsm_bar_ask, gen, NULL, true);
 	if (ret)
 		return ret;
 	ret = wait_event_killable(kd->sync_wq, !kdsm_ready(kd) ||
@@ -496,20 +571,24 @@ static long kdsm_state_ioctl(struct kdsm_cluster *kd, void __user *arg)
  * kdsm_region_ioctl - the region descriptor's commands: locks, barriers,
  * the cluster's state
  * @r: the region
+ * @f: the descriptor the call came through, which a lock it takes
+ *	belongs to
  * @cmd: KDSM_IOC_LOCK, KDSM_IOC_UNLOCK, KDSM_IOC_BARRIER or KDSM_IOC_STATE
  * @arg: user pointer to struct kdsm_lock_arg for the locks, to struct
  *	kdsm_state_arg for the state
  * @priv: the cluster
  *
  * Context: the calling task; may sleep (killable).
- * Return: 0; -EINVAL (bad id or unknown flag), -EFAULT, -EBUSY (another
- * task of this node waits for the lock or the barrier, or holds the lock,
- * as either kind), -EPERM (unlock of a lock not held as that kind),
- * -EOPNOTSUPP (a queue lock without atomics on the way), -EHOSTDOWN (the
- * cluster failed), -EINTR, -ENOTTY.
+ * Return: 0; -EOWNERDEAD (KDSM_IOC_LOCK of a kernel lock: taken, and a
+ * holder died holding it since its last grant); -EINVAL (bad id or
+ * unknown flag), -EFAULT, -EBUSY (another task of this node waits for the
+ * lock or the barrier, or holds the lock, as either kind), -EPERM (unlock
+ * of a lock this descriptor does not hold as that kind), -EOPNOTSUPP (a
+ * queue lock without atomics on the way), -EHOSTDOWN (the cluster
+ * failed), -EINTR, -ENOTTY.
  */
-long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
-		       unsigned long arg, void *priv)
+long kdsm_region_ioctl(struct kvmem_region *r, struct file *f,
+		       unsigned int cmd, unsigned long arg, void *priv)
 {
 	struct kdsm_cluster *kd = priv;
 	struct kdsm_lock_arg la;
@@ -522,15 +601,49 @@ long kdsm_region_ioctl(struct kvmem_region *r, unsigned int cmd,
 		if ((la.flags & ~KDSM_LOCK_FLAGS) || la.id >= KDSM_MAX_LOCKS)
 			return -EINVAL;
 		if (la.flags & KDSM_LOCK_ATOMIC)
-			return cmd == KDSM_IOC_LOCK ? kdsm_qlock_lock(kd, la.id) :
-			       kdsm_qlock_unlock(kd, la.id);
+			return cmd == KDSM_IOC_LOCK ?
+			       kdsm_qlock_lock(kd, la.id, f) :
+			       kdsm_qlock_unlock(kd, la.id, f);
 		if (cmd == KDSM_IOC_LOCK)
-			return kdsm_lock(kd, la.id);
-		return kdsm_unlock(kd, la.id);
+			return kdsm_lock(kd, la.id, f);
+		return kdsm_unlock(kd, la.id, f);
 	case KDSM_IOC_BARRIER:
 		return kdsm_barrier(kd);
 	case KDSM_IOC_STATE:
 		return kdsm_state_ioctl(kd, (void __user *)arg);
 	}
 	return -ENOTTY;
+}
+
+/**
+ * kdsm_region_release - a region descriptor closed: the locks it held go
+ * @r: the region
+ * @f: the descriptor, closed for the last time
+ * @priv: the cluster
+ *
+ * Every kernel lock @f held is released marked KDSM_LOCK_DEAD, so its
+ * next holder's lock call returns -EOWNERDEAD; every queue lock it held is
+ * released.  In a cluster that is not ready nothing moves, and @f is
+ * forgotten all the same (kd->lockwait lives until the region is
+ * destroyed, which waits for this callback).
+ *
+ * Context: process (the descriptor's last fput()); sleeps until each
+ * release has its send buffer, as an unlock does, or the cluster fails.
+ */
+void kdsm_region_release(struct kvmem_region *r, struct file *f, void *priv)
+{
+	struct kdsm_cluster *kd = priv;
+	u32 id;
+
+	for (id = 0; id < KDSM_MAX_LOCKS; id++) {
+		if (READ_ONCE(kd->lockwait[id].owner) == f)
+			kdsm_sync_retry(kd, kdsm_owner_died_locked, id, f,
+					false);
+		kdsm_qlock_release_owner(kd, id, f);
+	}
+	spin_lock_bh(&kd->lock);
+	for (id = 0; id < KDSM_MAX_LOCKS; id++)
+		if (kd->lockwait[id].owner == f)
+			kd->lockwait[id].owner = NULL;
+	spin_unlock_bh(&kd->lock);
 }

@@ -54,7 +54,7 @@ std::map<std::string, std::uint64_t> named_stats(const status &s)
         out["fault_us_" + std::to_string(1u << i)] = s.stat(KDSM_STAT_FAULT_HIST + i);
     static const char *const more[] = {"atomic_locks", "atomic_ops", "cas_retries",
                                          "defer_wakes", "defer_wake_ns",
-                                         "events_deferred_mode"};
+                                         "events_deferred_mode", "locks_owner_dead"};
     static_assert(std::size(more) == __KDSM_STAT_MAX - KDSM_STAT_ATOMIC_LOCKS);
     for (unsigned i = 0; i < std::size(more); i++)
         out[more[i]] = s.stat(KDSM_STAT_ATOMIC_LOCKS + i);
@@ -79,7 +79,7 @@ void mutex::lock()
 {
     local_.lock();
     try {
-        a_.lock(id_, kind_);
+        owner_died_ = a_.lock(id_, kind_);
     } catch (...) {
         local_.unlock();
         throw;
@@ -98,6 +98,7 @@ void mutex::unlock() noexcept
         std::fprintf(stderr, "kdsm: %s\n", e.what());
         std::_Exit(3);
     }
+    owner_died_ = false;
     local_.unlock();
 }
 

@@ -180,15 +180,18 @@ kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind)
 
 }  // namespace
 
-void attachment::lock(std::uint32_t id, lock_kind kind)
+bool attachment::lock(std::uint32_t id, lock_kind kind)
 {
     kdsm_lock_arg a = lock_arg(id, kind);
     if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0) {
         const int err = errno;
+        if (err == EOWNERDEAD)
+            return true;  // held; its previous holder died holding it
         exit_if_failed(err);
         throw error(err, std::string("lock ") + std::to_string(id) + " (" +
                                lock_kind_name(kind) + ")");
     }
+    return false;
 }
 
 void attachment::unlock(std::uint32_t id, lock_kind kind)

@@ -26,11 +26,12 @@ attachment::attachment(int timeout_ms)
 
 attachment::~attachment() = default;
 
-void attachment::lock(std::uint32_t id, lock_kind kind)
+bool attachment::lock(std::uint32_t id, lock_kind kind)
 {
     udsm::engine &e = n_->eng();
     if (const int err = kind == lock_kind::atomic ? e.qlock(id) : e.lock(id))
         throw error(err, "lock " + std::to_string(id) + " (" + lock_kind_name(kind) + ")");
+    return false;
 }
 
 void attachment::unlock(std::uint32_t id, lock_kind kind)

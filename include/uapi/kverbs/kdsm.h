@@ -19,7 +19,7 @@
 #define KDSM_GENL_NAME		"kdsm"
 #define KDSM_GENL_VERSION	1
 /* The wire protocol; peers running another one are refused. */
-#define KDSM_PROTO_VERSION	2
+#define KDSM_PROTO_VERSION	3
 
 #define KDSM_MAX_NODES		8
 #define KDSM_DEFAULT_PORT	18600
@@ -137,6 +137,7 @@ enum kdsm_stat {
 	KDSM_STAT_DEFER_WAKES,		/* the deferral worker started */
 	KDSM_STAT_DEFER_WAKE_NS,	/* summed queueing-to-start of it */
 	KDSM_STAT_EV_DEFER_MODE,	/* deferred: mode T or S */
+	KDSM_STAT_LOCKS_OWNER_DEAD,	/* kernel locks released: holder died */
 	__KDSM_STAT_MAX,
 };
 

@@ -29,6 +29,9 @@
 //   hold         take lock --lock, print "held", keep it --hold-ms, give
 //                it back, print "released".
 //   take         take lock --lock and give it back.
+//
+// Both say "(previous holder died)" after "took lock N (kind)" when the
+// lock came with EOWNERDEAD (the harness kills a holder).
 //   unlock-race  --iters times: take lock --lock, then two threads give it
 //                back at once; exactly one must succeed and the other get
 //                EPERM, and the cluster must stay up.
@@ -74,9 +77,9 @@ int *place(kdsm::attachment &a, int *share)
 int lock_case(kdsm::attachment &dsm, const app::options &o)
 {
     if (o.test == "hold" || o.test == "take") {
-        dsm.lock(o.lock, o.kind);
-        std::printf("litmus %s: node %u took lock %u (%s)\n", o.test.c_str(), dsm.node(), o.lock,
-                    kdsm::lock_kind_name(o.kind));
+        const bool died = dsm.lock(o.lock, o.kind);
+        std::printf("litmus %s: node %u took lock %u (%s)%s\n", o.test.c_str(), dsm.node(),
+                    o.lock, kdsm::lock_kind_name(o.kind), died ? " (previous holder died)" : "");
         std::fflush(stdout);
         if (o.test == "hold") {
             std::printf("held\n");

@@ -48,6 +48,9 @@ private:
 // cluster lock(), unlock() and a barrier end the process with the
 // cluster's reason and exit status 3 (kdsm::exit_cluster_failed), as a
 // page lost with its node does (libudsm: lock() throws there too).
+// owner_died(), for the holder between lock() and unlock(): the previous
+// holder died holding the lock, so the data it guards may be half
+// updated (a kernel lock's EOWNERDEAD; never for a queue lock or libudsm).
 class mutex {
 public:
     mutex(attachment &a, std::uint32_t id, lock_kind kind = lock_kind::kernel)
@@ -55,12 +58,14 @@ public:
     void lock();
     void unlock() noexcept;
     lock_kind kind() const { return kind_; }
+    bool owner_died() const { return owner_died_; }
 
 private:
     attachment &a_;
     std::uint32_t id_;
     lock_kind kind_;
     std::mutex local_;
+    bool owner_died_ = false;  // under local_
 };
 
 // A cluster-wide barrier for @threads threads on every node: the last

@@ -79,7 +79,9 @@ public:
 
     // A failed cluster (EHOSTDOWN) ends the process as a lost page does:
     // "kdsm: cluster failed: <reason>", status exit_cluster_failed.
-    void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
+    // lock() returns true when it took a kernel lock whose previous holder
+    // died holding it (EOWNERDEAD, Documentation/kdsm.rst "Robust locks").
+    bool lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
     status counters();      // KDSM_CMD_GET: CAP_NET_ADMIN

@@ -41,7 +41,8 @@ public:
     attachment(const attachment &) = delete;
     attachment &operator=(const attachment &) = delete;
 
-    void lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
+    // false: a holder's death ends its node and the cluster here
+    bool lock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void unlock(std::uint32_t id, lock_kind kind = lock_kind::kernel);
     void barrier_all();     // one thread of this node at a time
     status counters();
