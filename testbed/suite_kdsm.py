@@ -9,7 +9,8 @@ application, IRIW, and a guest killed mid-run, which the survivors must
 report within the bound, and messages per fault kind against the
 designed table.  `kdsm8`: eight nodes.  Guests have two vCPUs, so the two-thread runs
 are parallel inside a node.  `kdsm-debug` runs the litmus, stress and
-lock cases on the debug kernel.  The lock stress and corner cases run on
+lock cases on the debug kernel (a holder killed holding a lock among
+them: robust locks).  The lock stress and corner cases run on
 the queue lock (--kind atomic) too: in kdsm-6.1 on 2 and 4 nodes, in
 kdsm-debug the stress test."""
 import re
@@ -728,6 +729,100 @@ def lock_checks(res, suite, nodes, races=300, kind="kernel"):
               "rounds)",
               bool(re.search(r"(?<!\d)0 wrong", r.out)) and "rc=0" in r.out and
               "state ready" in r.out, r.out)
+    robust_checks(res, suite, nodes, kind)
+
+
+# a killed holder's lock reaches the next holder by then (it goes when the
+# process's descriptor closes: one message); generous for TCG
+ROBUST_BOUND_S = 10
+DIED = "(previous holder died)"
+
+
+def robust_checks(res, suite, nodes, kind="kernel"):
+    """A process killed holding a lock does not keep it (review finding
+    6f): closing its descriptor releases it.  The kernel lock's next
+    holder learns it once (EOWNERDEAD): a waiter on the other node, the
+    lock's manager there (lock 1) or at the dead holder's node (lock 0);
+    with nobody waiting (lock 2, managed by node 1, held on node 2) the
+    manager keeps the mark for whoever comes.  The queue lock is released
+    and tells nobody."""
+    n0, n1 = nodes[:2]
+    opt = f" --kind {kind}"
+    for lock in ((1, 0) if kind == "kernel" else (1,)):
+        _holder_killed_check(res, suite, n0, n1, lock, opt, kind)
+    if kind != "kernel":
+        return
+    before = _owner_dead(n1)
+    _hold(n1, 2, opt)
+    n1.run("pkill -KILL -f 'kdsm-litmus --test hold'", timeout=30)
+    first = n0.run(f"timeout 30 {LITMUS} --test take --lock 2; echo rc=$?",
+                   timeout=60)
+    second = n1.run(f"timeout 30 {LITMUS} --test take --lock 2; echo rc=$?",
+                    timeout=60)
+    after = _owner_dead(n1)
+    res.check(suite, "kernel lock: a holder killed with nobody waiting: "
+              "its manager (the other node) keeps the mark, the next "
+              "taker gets EOWNERDEAD, the one after it does not, and "
+              "locks_owner_dead counts one",
+              DIED in first.out and "rc=0" in first.out and
+              "took lock 2" in second.out and DIED not in second.out and
+              "rc=0" in second.out and None not in (before, after) and
+              after - before == 1,
+              f"{first.out}\n--- then\n{second.out}\n--- locks_owner_dead "
+              f"{before} -> {after}")
+
+
+def _owner_dead(node):
+    r = node.run(f"{CTL} status --stats", timeout=30)
+    m = re.search(r"locks_owner_dead (\d+)", r.out)
+    return int(m.group(1)) if m else None
+
+
+def _hold(node, lock, opt):
+    """Start a holder of @lock on @node; its output so far."""
+    node.run(f"{LITMUS} --test hold --lock {lock} --hold-ms 300000{opt} "
+             "> /tmp/hold.out 2>&1 &", timeout=30)
+    return node.run("for i in $(seq 100); do grep -q held /tmp/hold.out && "
+                    "break; sleep 0.2; done; cat /tmp/hold.out",
+                    timeout=60).out
+
+
+def _holder_killed_check(res, suite, holder, waiter, lock, opt, kind):
+    """@holder takes @lock and is killed while a task of @waiter waits
+    for it: the waiter takes it within ROBUST_BOUND_S, told (kernel lock)
+    or not (queue lock); a new task of @holder's node takes it after, not
+    told again."""
+    before = _owner_dead(holder)
+    held = _hold(holder, lock, opt)
+    waiter.run(f"(timeout 60 {LITMUS} --test take --lock {lock}{opt}; "
+               "echo rc=$?) > /tmp/take.out 2>&1 &", timeout=30)
+    asked = waiter.run("sleep 2; cat /tmp/take.out", timeout=30)
+    t0 = time.monotonic()
+    holder.run("pkill -KILL -f 'kdsm-litmus --test hold'", timeout=30)
+    took = waiter.run("for i in $(seq 300); do grep -q rc= /tmp/take.out && "
+                      "break; sleep 0.2; done; cat /tmp/take.out", timeout=90)
+    took_s = time.monotonic() - t0
+    again = holder.run(f"timeout 30 {LITMUS} --test take --lock {lock}"
+                       f"{opt}; echo rc=$?", timeout=60)
+    after = _owner_dead(holder)
+    told = kind == "kernel"
+    mgr = "the waiter's node" if lock % 2 else "the dead holder's node"
+    res.check(suite, f"{kind} lock: a holder killed while a task of the "
+              f"other node waits (lock {lock}, managed at {mgr}): the "
+              f"waiter takes it within {ROBUST_BOUND_S} s, "
+              + ("told the holder died (EOWNERDEAD), the next taker not, "
+                 "locks_owner_dead counts one" if told else
+                 "not told (the queue lock carries no mark)"),
+              "held" in held and "took" not in asked.out and
+              f"took lock {lock}" in took.out and "rc=0" in took.out and
+              (DIED in took.out) == told and took_s < ROBUST_BOUND_S and
+              f"took lock {lock}" in again.out and DIED not in again.out and
+              "rc=0" in again.out and None not in (before, after) and
+              after - before == int(told),
+              f"{held}\n--- waiter before the kill\n{asked.out}\n--- "
+              f"waiter ({took_s:.1f} s after the kill)\n{took.out}\n--- "
+              f"next at the holder's node\n{again.out}\n--- "
+              f"locks_owner_dead {before} -> {after}")
 
 
 def _killed_waiter_check(res, suite, holder, waiter, lock, opt, what):
