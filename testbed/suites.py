@@ -239,6 +239,11 @@ def suite_style(res, kernels):
         except HarnessError as e:
             res.add("style", f"W=1 build, no warnings, {k.abi}", False, e)
             continue
+        missing = genl_alias_problems(mods)
+        res.check("style", "every module with a generic netlink family "
+                  "names it in MODULE_ALIAS_GENL_FAMILY, so modprobe loads "
+                  f"it for its tool ({', '.join(GENL_MODULES)}), {k.abi}",
+                  not missing, "\n".join(missing))
         vers = module_versions(mods, kbuild.SHIPPED_MODULES)
         res.check("style", f"every shipped module's MODULE_VERSION is "
                   f"dkms.conf's {dkms.version()}, {k.abi}",
@@ -292,6 +297,31 @@ def _docs(res, files, kernel, kbuild_dir):
     res.check("style", f"the rendered API reference documents all "
               f"{len(exports)} exports", exports and not missing,
               "not rendered: " + ", ".join(missing))
+
+
+# module -> the uapi header whose *_GENL_NAME is its family
+GENL_MODULES = {"kdsm.ko": "kdsm.h", "kmigrate.ko": "kmigrate.h",
+                "kfcache_srv.ko": "kfcache.h"}
+
+
+def genl_alias_problems(mods):
+    """What keeps the kernel from loading each GENL_MODULES module when
+    its family is asked for: its alias must be the one the kernel requests
+    (net-pf-16-proto-16-family-NAME, NAME from the uapi header)."""
+    modinfo = require_tool("modinfo", "kmod")
+    bad = []
+    for mod, hdr in GENL_MODULES.items():
+        m = re.search(r'^#define\s+\w+_GENL_NAME\s+"([^"]+)"',
+                      (REPO / "include/uapi/kverbs" / hdr).read_text(), re.M)
+        if m is None or mod not in mods:
+            bad.append(f"{mod}: no family name in {hdr} or not built")
+            continue
+        want = f"net-pf-16-proto-16-family-{m.group(1)}"
+        have = run([modinfo, "-F", "alias", str(mods[mod])],
+                   timeout=60).stdout.split()
+        if want not in have:
+            bad.append(f"{mod}: aliases {have}, not {want}")
+    return bad
 
 
 def module_versions(mods, names):

@@ -11,6 +11,7 @@
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/uaccess.h>
+#include <net/genetlink.h>
 
 #include "kdsm-pri.h"
 
@@ -145,5 +146,7 @@ module_init(kdsm_init);
 module_exit(kdsm_exit);
 MODULE_DESCRIPTION("kdsm: sequentially consistent distributed shared memory over kverbs");
 MODULE_LICENSE("GPL");
+/* kdsmctl loads it: the kernel asks modprobe for an unknown family */
+MODULE_ALIAS_GENL_FAMILY(KDSM_GENL_NAME);
 MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

@@ -489,5 +489,7 @@ module_init(kfc_srv_init);
 module_exit(kfc_srv_exit);
 MODULE_DESCRIPTION("kfcache server: directories served read-only over RDMA");
 MODULE_LICENSE("GPL");
+/* kfcachectl loads it: the kernel asks modprobe for an unknown family */
+MODULE_ALIAS_GENL_FAMILY(KFC_GENL_NAME);
 MODULE_VERSION(KVERBS_VERSION);
 KVERBS_IMPORT_NS();

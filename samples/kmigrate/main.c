@@ -20,6 +20,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <net/genetlink.h>
 
 #include "kmigrate-pri.h"
 #include "check.h"
@@ -404,6 +405,8 @@ static void __exit kmig_exit(void)
 module_init(kmig_init);
 module_exit(kmig_exit);
 MODULE_LICENSE("GPL");
+/* kmigrate(8) loads it: the kernel asks modprobe for an unknown family */
+MODULE_ALIAS_GENL_FAMILY(KMIGRATE_GENL_NAME);
 MODULE_VERSION(KVERBS_VERSION);
 MODULE_DESCRIPTION("kmigrate: process migration over RDMA (kverbs sample)");
 KVERBS_IMPORT_NS();
