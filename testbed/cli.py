@@ -8,6 +8,7 @@
   ./kvlab test --suite a,b         the suites named
   ./kvlab build [--kernel 6.12]    W=1 module build against distro headers
   ./kvlab docs                     render Documentation/ to build/docs/html
+  ./kvlab package                  the Debian packages, in build/package
   ./kvlab bench rtt|protect|dsm-defer|dsm-fault|dsm-apps|fcache|migrate
                                    side by side, charts in build/bench
 """
@@ -34,7 +35,7 @@ CORE_SUITES = ["unit", "harness", "style", "dkms", "kunit",
                "integration-6.1", "integration-6.12", "smp-6.1"]
 ROTATION = [
     ["integration-debug", "kvmem-6.12", "cluster4"],
-    ["kdsm-6.1"],
+    ["kdsm-6.1", "package"],
     ["kunit-debug", "kvmem-debug", "kdsm-debug"],
     ["kdsm-6.12", "kdsm8", "kfcache-6.1", "kmigrate-6.1"],
     ["kfcache-debug", "kfcache-6.12"],
@@ -161,6 +162,9 @@ def cmd_test(args):
                              [kern["6.1"], kern["6.12"]])
         elif s == "kunit":
             suites.run_suite(res, s, suites.suite_kunit)
+        elif s == "package":
+            from . import package
+            suites.run_suite(res, s, package.suite_package)
         elif s == "kunit-debug":
             suites.run_suite(res, s, suites.suite_kunit, "debug")
         elif s in ("integration-debug", "integration-debug-6.12"):
@@ -232,6 +236,24 @@ def cmd_docs(args):
         raise HarnessError("sphinx-build reported warnings (-W makes them "
                            "errors)", "fix the places named above")
     log(f"rendered: {html / 'index.html'}")
+    return 0
+
+
+def cmd_package(args):
+    """Build the Debian packages (debian/) into build/package; lintian."""
+    from . import deps, package
+    with Phase("setup"):
+        deps.ensure()
+    with Phase("dpkg-buildpackage"):
+        debs, changes, _ = package.build()
+    with Phase("lintian"):
+        errors, warnings, lines = package.lintian(changes)
+    print("\n".join(lines))
+    for d in debs.values():
+        log(f"built: {d}")
+    if errors:
+        raise HarnessError(f"lintian: {len(errors)} error(s)", "see above")
+    log(f"lintian: no error, {len(warnings)} warning(s)")
     return 0
 
 
@@ -309,6 +331,8 @@ def main(argv=None):
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("setup", help="install dependencies")
     sub.add_parser("docs", help="render Documentation/ to build/docs/html")
+    sub.add_parser("package", help="build the Debian packages into "
+                                   "build/package (and run lintian)")
     p = sub.add_parser("demo", help="boot 2 guests and run SOR on the DSM")
     p.add_argument("--kernel", default="6.1")
     p.add_argument("--size", type=int, default=512)
@@ -343,7 +367,7 @@ def main(argv=None):
         args.kernel = ["6.1", "6.12"]
     try:
         return {"setup": cmd_setup, "docs": cmd_docs, "demo": cmd_demo,
-                "test": cmd_test,
+                "test": cmd_test, "package": cmd_package,
                 "build": cmd_build, "bench": cmd_bench}[args.cmd](args)
     except HarnessError as e:
         die(e)

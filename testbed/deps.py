@@ -34,6 +34,8 @@ PACKAGES = [
     "criu",
     # the style suite and ./kvlab docs: Documentation/ rendered by Sphinx
     "python3-sphinx",
+    # ./kvlab package and the package suite: debian/ built and checked
+    "dpkg-dev", "debhelper", "dh-dkms", "lintian",
     # meson finds it on PATH: a fresh clone (CI's) rebuilds the user space
     # from ~/.cache/ccache instead of compiling it again (about 3 minutes
     # of the core on 2 cores)
