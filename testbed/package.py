@@ -93,7 +93,8 @@ def lintian(changes):
 
 
 def tools_problems(paths):
-    """kverbs-tools: exactly the four tools in /usr/bin, the udev rule."""
+    """kverbs-tools: exactly the four tools in /usr/bin, each with its
+    manual page, the udev rule."""
     bins = sorted(p.rsplit("/", 1)[1] for p in paths
                   if p.startswith("usr/bin/"))
     bad = [] if bins == sorted(TOOLS) else [f"usr/bin holds {bins}, "
@@ -101,6 +102,9 @@ def tools_problems(paths):
     if not any(p.startswith(("lib/udev/rules.d/", "usr/lib/udev/rules.d/"))
                for p in paths):
         bad.append("no udev rule")
+    pages = {m.group(1) for p in paths
+             if (m := re.match(r"usr/share/man/man[18]/([\w-]+)\.[18]\.gz$", p))}
+    bad += [f"no manual page for {t}" for t in TOOLS if t not in pages]
     bad += [f"a test or benchmark program: {p}" for p in paths
             if "libexec" in p or re.search(r"/(kdsm|udsm|kvbench)-", p)]
     return bad
@@ -149,7 +153,8 @@ def suite_package(res):
               "warning(s), listed in the detail)", not errors,
               "\n".join(lines) or "no tag")
     checks = (("kverbs-tools", tools_problems,
-               "kverbs-tools: the four tools, a udev rule, no test program"),
+               "kverbs-tools: the four tools and their manual pages, a udev "
+              "rule, no test program"),
               ("libkverbs-dev", dev_problems,
                "libkverbs-dev: static libraries, pkg-config files, headers"),
               ("kverbs-dkms", dkms_problems,
