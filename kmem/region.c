@@ -75,7 +75,7 @@ void kvmem_region_put(struct kvmem_region *r)
  * kvmem_region_create - a region of zeroed pages owned by kvmem
  * @npages: 1..KVMEM_MAX_PAGES
  * @prot: initial protection of every page (KVMEM_PROT_*)
- * @ops: fault callback; required
+ * @ops: callbacks (@ops->fault required)
  * @priv: passed to @ops, returned by kvmem_region_priv()
  *
  * Context: process; may sleep.
@@ -455,20 +455,20 @@ static int kvmem_file_mmap(struct file *f, struct vm_area_struct *vma)
 }
 
 /*
- * The descriptor's last close: the client lets go of what it tied to @f
- * (kvmem_ops.release), unless it destroyed the region already.
+ * The file's last reference: the client lets go of what it tied to @f
+ * (kvmem_ops.release), unless it destroyed the region already.  @ops is
+ * read only inside the client section: once destroy returned, the client
+ * module and its ops may be gone while this file lives on.
  */
 static int kvmem_file_release(struct inode *inode, struct file *f)
 {
 	struct kvmem_region *r = f->private_data;
-	int idx;
+	int idx = kvmem_client_enter(r);
 
-	if (r->ops->release) {
-		idx = kvmem_client_enter(r);
-		if (idx >= 0) {
+	if (idx >= 0) {
+		if (r->ops->release)
 			r->ops->release(r, f, r->priv);
-			kvmem_client_exit(r, idx);
-		}
+		kvmem_client_exit(r, idx);
 	}
 	kvmem_region_put(r);
 	return 0;

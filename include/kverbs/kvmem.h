@@ -46,12 +46,15 @@ struct page;
  *	protections or destroy the region fail -ENOTTY on a client's region
  *	and KVMEM_IOC_STATS answers on every region; any other command comes
  *	here (-ENOTTY without @ioctl).  Returns what ioctl() returns.  @f
- *	names the descriptor for what the client ties to it (a lock its
- *	process holds, say); it stays valid until @release for it returns.
- * @release: optional; descriptor @f of kvmem_region_fd() is closed for the
- *	last time (its process exited or closed it), in process context, may
- *	sleep; no @ioctl on @f runs or follows.  The client lets go of what
- *	the descriptor held; it must not keep @f.
+ *	names the open file for what the client ties to it (a lock its
+ *	process holds, say); it stays valid until @release for it returns,
+ *	or kvmem_region_destroy() does.
+ * @release: optional; the open file @f of kvmem_region_fd() lost its last
+ *	reference (every descriptor closed, dup() and fork() copies
+ *	included, and the mapping gone), in process context; no @ioctl on @f
+ *	runs or follows.  The client lets go of what the file held and must
+ *	not keep @f.  It must not wait for a peer: a process's exit, or the
+ *	kernel's delayed fput work, waits for it.
  *
  * No callback runs once kvmem_region_destroy() returned, and a client
  * wakes its own callbacks blocked in it before calling destroy: a

@@ -1204,6 +1204,7 @@ struct kdsm_cluster *kdsm_cluster_create(const struct kdsm_geo *geo,
 	INIT_WORK(&kd->grant_work, kdsm_grant_work);
 	INIT_WORK(&kd->dial_work, kdsm_dial_work);
 	INIT_WORK(&kd->fail_work, kdsm_fail_work);
+	INIT_WORK(&kd->orphan_work, kdsm_orphan_work);
 	INIT_DELAYED_WORK(&kd->ping_work, kdsm_ping_work);
 	init_waitqueue_head(&kd->sync_wq);
 	init_waitqueue_head(&kd->state_wq);
@@ -1309,6 +1310,7 @@ void kdsm_cluster_destroy(struct kdsm_cluster *kd)
 	cancel_work_sync(&kd->grant_work);
 	cancel_delayed_work_sync(&kd->ping_work);
 	cancel_work_sync(&kd->ql_work);	/* queued only while live */
+	cancel_work_sync(&kd->orphan_work);	/* the same */
 	flush_work(&kd->fail_work);	/* sync waiters woken */
 	debugfs_remove_recursive(kd->debugfs);
 	if (kd->listener)

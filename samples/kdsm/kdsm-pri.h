@@ -156,16 +156,18 @@ struct kdsm_ev {
 };
 
 /*
- * A kernel lock at this node.  @owner: the region descriptor whose task
- * took it, compared and never followed; cleared when the lock leaves or
- * the descriptor closes (kdsm_region_release()), so no freed file's
- * address stays here.
+ * A kernel lock at this node.  @owner: the open file (region descriptor)
+ * whose task took it, compared and never followed; cleared when the lock
+ * leaves or the file is released (kdsm_region_release()), so in a ready
+ * cluster no freed file's address stays here.  (After a failure, which
+ * is final, releases stop clearing it: nothing compares it again.)
  */
 struct kdsm_lockwait {
 	bool waiting;		/* a task of ours waits for the grant */
 	bool held;		/* granted to this node */
 	bool abandoned;		/* its waiter died: release on grant */
 	bool dead;		/* granted KDSM_LOCK_DEAD, not yet reported */
+	bool orphaned;		/* file released: marked release due */
 	const struct file *owner;
 };
 
@@ -186,7 +188,7 @@ struct kdsm_lockmgr {
 struct kdsm_ql {
 	struct kdsm_cluster *kd;
 	struct kdsm_qlock q;
-	const struct file *owner;	/* as kdsm_lockwait's */
+	const struct file *owner;	/* as kdsm_lockwait's; under kd->lock */
 	int err;		/* for the waiting task: -EOPNOTSUPP */
 	u8 px_state;
 	u8 px_cmp;
@@ -270,6 +272,8 @@ struct kdsm_cluster {
 	unsigned long *ql_todo;			/* locks whose action waits */
 	unsigned long *ql_px_todo;		/* helper CASes whose action waits */
 	struct work_struct ql_work;
+	/* kernel locks' releases of dead holders; queued only while live */
+	struct work_struct orphan_work;
 
 	wait_queue_head_t state_wq;	/* READY or FAILED */
 	struct kdsm_stats __percpu *stats;
@@ -325,6 +329,7 @@ int kdsm_sync_run(struct kdsm_cluster *kd, struct kdsm_ev *ev);
 long kdsm_region_ioctl(struct kvmem_region *r, struct file *f,
 		       unsigned int cmd, unsigned long arg, void *priv);
 void kdsm_region_release(struct kvmem_region *r, struct file *f, void *priv);
+void kdsm_orphan_work(struct work_struct *w);
 
 /* qlock.c */
 int kdsm_qlock_init(struct kdsm_cluster *kd);
@@ -336,8 +341,7 @@ bool kdsm_qlock_busy(struct kdsm_cluster *kd, u32 id);
 int kdsm_qlock_recv(struct kdsm_cluster *kd, u8 from, const struct kdsm_sig *s);
 long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id, const struct file *f);
 long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id, const struct file *f);
-void kdsm_qlock_release_owner(struct kdsm_cluster *kd, u32 id,
-			      const struct file *f);
+void kdsm_qlock_release_file(struct kdsm_cluster *kd, const struct file *f);
 
 /* stats.c */
 static inline void kdsm_count(struct kdsm_cluster *kd, unsigned int stat,

@@ -481,10 +481,10 @@ static bool kdsm_ql_settled(struct kdsm_cluster *kd, u32 id)
  * @f: the calling descriptor, which the lock will belong to
  *
  * Context: the calling task; sleeps (killable).
- * Return: 0 (the lock came to this task; another task of this node may
- * have released it since); -EBUSY (another task of this node waits for
- * or holds lock @id, of either kind), -EOPNOTSUPP (no atomics on the way to the word),
- * -EHOSTDOWN (the cluster failed), -EINTR.
+ * Return: 0 (the lock came to this task and is @f's); -EBUSY (another
+ * task of this node waits for or holds lock @id, of either kind),
+ * -EOPNOTSUPP (no atomics on the way to the word), -EHOSTDOWN (the
+ * cluster failed), -EINTR.
  */
 long kdsm_qlock_lock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 {
@@ -546,30 +546,31 @@ long kdsm_qlock_unlock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 }
 
 /**
- * kdsm_qlock_release_owner - descriptor @f closed: lock @id goes if it held it
+ * kdsm_qlock_release_file - open file @f was released: the queue locks it
+ *	held go
  * @kd: cluster
- * @id: lock
- * @f: the descriptor, closed for the last time
+ * @f: the file
  *
- * Released as by kdsm_qlock_unlock().  Nothing in a cluster that is not
- * ready: kd->ql may be gone (kdsm_qlock_free() follows the failure), and
- * no lock is used again.
+ * Released as by kdsm_qlock_unlock(), without waiting (ql_work sends what
+ * cannot go at once).  Nothing in a cluster that is not ready: kd->ql may
+ * be gone (kdsm_qlock_free() follows the failure), and no lock is used
+ * again.
  *
  * Context: process (kdsm_region_release()).
  */
-void kdsm_qlock_release_owner(struct kdsm_cluster *kd, u32 id,
-			      const struct file *f)
+void kdsm_qlock_release_file(struct kdsm_cluster *kd, const struct file *f)
 {
 	struct kdsm_ql *ql;
+	u32 id;
 
 	spin_lock_bh(&kd->lock);
-	if (kdsm_ql_ready(kd)) {
+	for (id = 0; kdsm_ql_ready(kd) && id < KDSM_MAX_LOCKS; id++) {
 		ql = &kd->ql[id];
-		if (ql->owner == f) {
-			ql->owner = NULL;
-			if (!kdsm_q_release(&ql->q))
-				kdsm_ql_kick(kd, id, false);
-		}
+		if (ql->owner != f)
+			continue;
+		ql->owner = NULL;
+		if (!kdsm_q_release(&ql->q))
+			kdsm_ql_kick(kd, id, false);
 	}
 	spin_unlock_bh(&kd->lock);
 }

@@ -13,19 +13,20 @@
  * uses an id as one kind at a time: asking for the other kind meanwhile
  * is -EBUSY too.
  *
- * Robust: a lock belongs to the region descriptor its task took it
- * through, and only that descriptor unlocks it (its threads race as
- * before: one gives it back, the others get -EPERM).  When the descriptor
- * closes for the last time holding locks (its process died, say), they
- * are released with KDSM_LOCK_DEAD in the UNLOCK; the manager keeps the
- * mark until its next grant, which carries it, and that holder's lock
- * call returns -EOWNERDEAD holding the lock, as pthread_mutex_lock() does
- * for a robust mutex.  A grant nobody took (its waiter died) goes back
- * with the mark, so the next holder that returns to a task learns it.
- * Unlike a pthread mutex the lock stays usable: no "consistent" call,
- * no ENOTRECOVERABLE; repairing the data it guards is the new holder's.
- * A queue lock (qlock.c) is released when its descriptor closes but
- * tells nobody.
+ * Robust: a lock belongs to the open file (region descriptor) its task
+ * took it through, and only that file unlocks it (its threads race as
+ * before: one gives it back, the others get -EPERM).  When the file is
+ * released holding locks (its process died, say), they go with
+ * KDSM_LOCK_DEAD in the UNLOCK, at once or from orphan_work: the release
+ * never waits for a peer.  The manager keeps the mark until its next
+ * grant, which carries it, and that holder's lock call returns
+ * -EOWNERDEAD holding the lock when it asked with KDSM_LOCK_ROBUST, as
+ * pthread_mutex_lock() does for a robust mutex.  A grant nobody took (its
+ * waiter died) goes back with the mark, so the next holder that returns
+ * to a task learns it.  Unlike a pthread mutex the lock stays usable: no
+ * "consistent" call, no ENOTRECOVERABLE; repairing the data it guards is
+ * the new holder's.  A queue lock (qlock.c) is released when its file is
+ * but tells nobody.
  *
  * A barrier is a generation: node 1 collects BAR_ENTER of generation g
  * from every node (itself included) and sends BAR_GO g to all.  One task
@@ -202,6 +203,7 @@ static int kdsm_release_locked(struct kdsm_cluster *kd, u32 id, bool died)
 		lw->held = false;
 		lw->abandoned = false;
 		lw->dead = false;
+		lw->orphaned = false;
 		lw->owner = NULL;
 	}
 	return ret;
@@ -430,16 +432,12 @@ static int kdsm_giveback_locked(struct kdsm_cluster *kd, u32 id,
 	return kd->lockwait[id].held ? kdsm_release_locked(kd, id, false) : 0;
 }
 
-/* Under kd->lock: descriptor @f closed; a lock it held goes, marked. */
-static int kdsm_owner_died_locked(struct kdsm_cluster *kd, u32 id,
-				  const struct file *f)
+/* Under kd->lock: the marked release of a dead holder's lock, if due. */
+static int kdsm_orphan_release_locked(struct kdsm_cluster *kd, u32 id,
+				      const struct file *f)
 {
-	struct kdsm_lockwait *lw = &kd->lockwait[id];
-
-	if (!lw->held || lw->owner != f)
-		return 0;
-	kdsm_count(kd, KDSM_STAT_LOCKS_OWNER_DEAD, 1);
-	return kdsm_release_locked(kd, id, true);
+	return kd->lockwait[id].orphaned ? kdsm_release_locked(kd, id, true) :
+					   0;
 }
 
 static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id,
@@ -466,8 +464,12 @@ static int kdsm_lock_ask(struct kdsm_cluster *kd, u32 id,
 	return ret;
 }
 
-/* 0 or -EOWNERDEAD: the lock is @f's; see the top of the file. */
-static int kdsm_lock(struct kdsm_cluster *kd, u32 id, const struct file *f)
+/*
+ * 0, or with @robust -EOWNERDEAD: the lock is @f's; see the top of the
+ * file.
+ */
+static int kdsm_lock(struct kdsm_cluster *kd, u32 id, const struct file *f,
+		     bool robust)
 {
 	struct kdsm_lockwait *lw = &kd->lockwait[id];
 	bool held;
@@ -486,7 +488,7 @@ static int kdsm_lock(struct kdsm_cluster *kd, u32 id, const struct file *f)
 		lw->abandoned = true;	/* the grant goes straight back */
 	} else if (!ret) {
 		lw->owner = f;
-		if (lw->dead)
+		if (lw->dead && robust)
 			ret = -EOWNERDEAD;
 		lw->dead = false;
 	}
@@ -579,9 +581,10 @@ static long kdsm_state_ioctl(struct kdsm_cluster *kd, void __user *arg)
  * @priv: the cluster
  *
  * Context: the calling task; may sleep (killable).
- * Return: 0; -EOWNERDEAD (KDSM_IOC_LOCK of a kernel lock: taken, and a
- * holder died holding it since its last grant); -EINVAL (bad id or
- * unknown flag), -EFAULT, -EBUSY (another task of this node waits for the
+ * Return: 0; -EOWNERDEAD (KDSM_IOC_LOCK of a kernel lock with
+ * KDSM_LOCK_ROBUST: taken, and a holder died holding it since its last
+ * grant); -EINVAL (bad id, unknown flag or KDSM_LOCK_ROBUST on an unlock),
+ * -EFAULT, -EBUSY (another task of this node waits for the
  * lock or the barrier, or holds the lock, as either kind), -EPERM (unlock
  * of a lock this descriptor does not hold as that kind), -EOPNOTSUPP (a
  * queue lock without atomics on the way), -EHOSTDOWN (the cluster
@@ -598,14 +601,16 @@ long kdsm_region_ioctl(struct kvmem_region *r, struct file *f,
 	case KDSM_IOC_UNLOCK:
 		if (copy_from_user(&la, (void __user *)arg, sizeof(la)))
 			return -EFAULT;
-		if ((la.flags & ~KDSM_LOCK_FLAGS) || la.id >= KDSM_MAX_LOCKS)
+		if ((la.flags & ~KDSM_LOCK_FLAGS) || la.id >= KDSM_MAX_LOCKS ||
+		    (cmd == KDSM_IOC_UNLOCK && (la.flags & KDSM_LOCK_ROBUST)))
 			return -EINVAL;
 		if (la.flags & KDSM_LOCK_ATOMIC)
 			return cmd == KDSM_IOC_LOCK ?
 			       kdsm_qlock_lock(kd, la.id, f) :
 			       kdsm_qlock_unlock(kd, la.id, f);
 		if (cmd == KDSM_IOC_LOCK)
-			return kdsm_lock(kd, la.id, f);
+			return kdsm_lock(kd, la.id, f,
+					 la.flags & KDSM_LOCK_ROBUST);
 		return kdsm_unlock(kd, la.id, f);
 	case KDSM_IOC_BARRIER:
 		return kdsm_barrier(kd);
@@ -616,34 +621,62 @@ long kdsm_region_ioctl(struct kvmem_region *r, struct file *f,
 }
 
 /**
- * kdsm_region_release - a region descriptor closed: the locks it held go
+ * kdsm_region_release - a region's open file was released: the locks it
+ *	held go
  * @r: the region
- * @f: the descriptor, closed for the last time
+ * @f: the file, at its last reference
  * @priv: the cluster
  *
  * Every kernel lock @f held is released marked KDSM_LOCK_DEAD, so its
- * next holder's lock call returns -EOWNERDEAD; every queue lock it held is
- * released.  In a cluster that is not ready nothing moves, and @f is
- * forgotten all the same (kd->lockwait lives until the region is
- * destroyed, which waits for this callback).
+ * next robust holder's lock call returns -EOWNERDEAD; what finds no send
+ * buffer now goes from orphan_work, as does nothing else: this never
+ * waits for a peer (a process's exit waits for it).  Every queue lock @f
+ * held is released.  In a cluster that is not ready nothing moves.
  *
- * Context: process (the descriptor's last fput()); sleeps until each
- * release has its send buffer, as an unlock does, or the cluster fails.
+ * Context: process (the file's last fput()); takes kd->lock, no sleep.
  */
 void kdsm_region_release(struct kvmem_region *r, struct file *f, void *priv)
 {
 	struct kdsm_cluster *kd = priv;
+	struct kdsm_lockwait *lw;
+	bool due = false;
 	u32 id;
 
-	for (id = 0; id < KDSM_MAX_LOCKS; id++) {
-		if (READ_ONCE(kd->lockwait[id].owner) == f)
-			kdsm_sync_retry(kd, kdsm_owner_died_locked, id, f,
-					false);
-		kdsm_qlock_release_owner(kd, id, f);
-	}
 	spin_lock_bh(&kd->lock);
-	for (id = 0; id < KDSM_MAX_LOCKS; id++)
-		if (kd->lockwait[id].owner == f)
-			kd->lockwait[id].owner = NULL;
+	for (id = 0; kdsm_ready(kd) && id < KDSM_MAX_LOCKS; id++) {
+		lw = &kd->lockwait[id];
+		if (lw->owner != f)
+			continue;
+		lw->owner = NULL;
+		lw->orphaned = true;
+		kdsm_count(kd, KDSM_STAT_LOCKS_OWNER_DEAD, 1);
+		if (kdsm_release_locked(kd, id, true) == -EAGAIN)
+			due = true;
+	}
+	if (due)
+		queue_work(kdsm_wq, &kd->orphan_work);
 	spin_unlock_bh(&kd->lock);
+	kdsm_qlock_release_file(kd, f);
+}
+
+/**
+ * kdsm_orphan_work - send the marked releases kdsm_region_release() left
+ * @w: kd->orphan_work
+ *
+ * Queued only while the cluster is ready; a failure ends its waits and
+ * kdsm_cluster_destroy() cancels it after that.
+ *
+ * Context: kdsm_wq; sleeps until each release has its send buffer or the
+ * cluster failed.
+ */
+void kdsm_orphan_work(struct work_struct *w)
+{
+	struct kdsm_cluster *kd = container_of(w, struct kdsm_cluster,
+					       orphan_work);
+	u32 id;
+
+	for (id = 0; id < KDSM_MAX_LOCKS; id++)
+		if (kdsm_sync_retry(kd, kdsm_orphan_release_locked, id, NULL,
+				    false) == -EHOSTDOWN)
+			break;
 }

@@ -173,16 +173,17 @@ attachment::~attachment()
 
 namespace {
 
-kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind)
+kdsm_lock_arg lock_arg(std::uint32_t id, lock_kind kind, std::uint32_t flags = 0)
 {
-    return kdsm_lock_arg{id, kind == lock_kind::atomic ? std::uint32_t(KDSM_LOCK_ATOMIC) : 0};
+    return kdsm_lock_arg{id, flags | (kind == lock_kind::atomic ? KDSM_LOCK_ATOMIC : 0u)};
 }
 
 }  // namespace
 
 bool attachment::lock(std::uint32_t id, lock_kind kind)
 {
-    kdsm_lock_arg a = lock_arg(id, kind);
+    // robust: a holder's death is reported (EOWNERDEAD), not an error
+    kdsm_lock_arg a = lock_arg(id, kind, KDSM_LOCK_ROBUST);
     if (::ioctl(fd_, KDSM_IOC_LOCK, &a) < 0) {
         const int err = errno;
         if (err == EOWNERDEAD)

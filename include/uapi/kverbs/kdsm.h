@@ -174,7 +174,8 @@ struct kdsm_info {
  * @id: lock, 0..KDSM_MAX_LOCKS - 1
  * @flags: KDSM_LOCK_*; 0 is the kernel lock (messages to the lock's
  *	manager).  A node uses an id as one kind at a time; across nodes
- *	the two kinds of one id are separate locks.
+ *	the two kinds of one id are separate locks.  KDSM_LOCK_ROBUST (lock
+ *	only): the caller takes -EOWNERDEAD, see below.
  */
 struct kdsm_lock_arg {
 	__u32 id;
@@ -202,7 +203,15 @@ struct kdsm_state_arg {
 
 /* the queue lock on RDMA atomics (Devulapalli and Wyckoff, ICPP'05) */
 #define KDSM_LOCK_ATOMIC	0x1
-#define KDSM_LOCK_FLAGS		0x1
+/*
+ * A lock is released when the open file that took it loses its last
+ * reference (its process died, say).  With KDSM_LOCK_ROBUST, KDSM_IOC_LOCK
+ * of a kernel lock so released since its last grant returns -EOWNERDEAD
+ * holding the lock, once (a robust pthread mutex's EOWNERDEAD, without
+ * ENOTRECOVERABLE); without it, 0.  The queue lock never reports it.
+ */
+#define KDSM_LOCK_ROBUST	0x2
+#define KDSM_LOCK_FLAGS		0x3
 
 #define KDSM_IOC_MAGIC		0xd5
 /* on /dev/kdsm */

@@ -29,12 +29,12 @@
 //   hold         take lock --lock, print "held", keep it --hold-ms, give
 //                it back, print "released".
 //   take         take lock --lock and give it back.
-//
-// Both say "(previous holder died)" after "took lock N (kind)" when the
-// lock came with EOWNERDEAD (the harness kills a holder).
 //   unlock-race  --iters times: take lock --lock, then two threads give it
 //                back at once; exactly one must succeed and the other get
 //                EPERM, and the cluster must stay up.
+//
+// hold and take say "(previous holder died)" after "took lock N (kind)"
+// when the lock came with EOWNERDEAD (the harness kills a holder).
 //
 // Loss cases, for a node lost while the program runs (the harness deletes
 // a link or kills a guest): print "waiting", wait up to --hold-ms for this
