@@ -154,11 +154,13 @@ def suite_kdsm_debug(res):
             litmus_checks(res, name, c.nodes, iters=200, counter=100,
                           pages=("",), atomic=True)
             lock_checks(res, name, c.nodes, races=100)
+            _hold(c.nodes[0], 3, "")
             leave(res, name, c.nodes, and_unload=False)
+            attached_unload_check(res, name, c.nodes[0])
             leaks = kmemleak_report(c.nodes[0])
             res.check(name, "kmemleak (two scans) finds nothing", not leaks,
                       leaks[-3000:])
-            unload(res, name, c.nodes)
+            unload(res, name, c.nodes[1:])
         res.add(name, "guest consoles clean (KASAN, lockdep, ...)", True)
     except HarnessError as e:
         res.add(name, "cluster run", False, e)
@@ -234,6 +236,21 @@ def leave(res, suite, nodes, and_unload=True):
                   "state none" in r.out, r.out)
     if and_unload:
         unload(res, suite, nodes)
+
+
+def attached_unload_check(res, suite, node):
+    """A process still attached (holding lock 3) when its node left and
+    kdsm.ko was unloaded, then killed: its region file's release must not
+    reach the gone module (kvmem reads the client's ops only while the
+    region lives); the console scan after the suite judges that."""
+    r = node.run("rmmod kdsm; echo rc=$?; kill -KILL $(pidof kdsm-litmus); "
+                 "for i in $(seq 50); do pidof kdsm-litmus || break; "
+                 "sleep 0.2; done; rmmod kvmem && rmmod kverbs; echo rc=$?",
+                 timeout=120)
+    res.check(suite, f"{node.name}: a process attached across the leave "
+              "and kdsm's unload, then killed: it ends, kvmem and kverbs "
+              "unload (the console is judged at the end)",
+              r.out.count("rc=0") == 2, r.out)
 
 
 def unload(res, suite, nodes):
@@ -754,7 +771,12 @@ def robust_checks(res, suite, nodes, kind="kernel"):
         return
     before = _owner_dead(n1)
     _hold(n1, 2, opt)
-    n1.run("pkill -KILL -f 'kdsm-litmus --test hold'", timeout=30)
+    n1.run("kill -KILL $(pidof kdsm-litmus)", timeout=30)
+    # nobody waits: the release has happened before anyone asks
+    for _ in range(50):
+        if (_owner_dead(n1) or 0) > (before or 0):
+            break
+        time.sleep(0.2)
     first = n0.run(f"timeout 30 {LITMUS} --test take --lock 2; echo rc=$?",
                    timeout=60)
     second = n1.run(f"timeout 30 {LITMUS} --test take --lock 2; echo rc=$?",
@@ -796,9 +818,13 @@ def _holder_killed_check(res, suite, holder, waiter, lock, opt, kind):
     held = _hold(holder, lock, opt)
     waiter.run(f"(timeout 60 {LITMUS} --test take --lock {lock}{opt}; "
                "echo rc=$?) > /tmp/take.out 2>&1 &", timeout=30)
-    asked = waiter.run("sleep 2; cat /tmp/take.out", timeout=30)
+    # the waiter's request is in: its task sleeps in kdsm's lock call
+    asked = waiter.run("for i in $(seq 100); do p=$(pidof kdsm-litmus); "
+                       "[ -n \"$p\" ] && grep -q kdsm /proc/$p/wchan && "
+                       "break; sleep 0.1; done; echo wchan $(cat "
+                       "/proc/$p/wchan); cat /tmp/take.out", timeout=30)
     t0 = time.monotonic()
-    holder.run("pkill -KILL -f 'kdsm-litmus --test hold'", timeout=30)
+    holder.run("kill -KILL $(pidof kdsm-litmus)", timeout=30)
     took = waiter.run("for i in $(seq 300); do grep -q rc= /tmp/take.out && "
                       "break; sleep 0.2; done; cat /tmp/take.out", timeout=90)
     took_s = time.monotonic() - t0
@@ -814,6 +840,7 @@ def _holder_killed_check(res, suite, holder, waiter, lock, opt, kind):
                  "locks_owner_dead counts one" if told else
                  "not told (the queue lock carries no mark)"),
               "held" in held and "took" not in asked.out and
+              bool(re.search(r"wchan \S*kdsm", asked.out)) and
               f"took lock {lock}" in took.out and "rc=0" in took.out and
               (DIED in took.out) == told and took_s < ROBUST_BOUND_S and
               f"took lock {lock}" in again.out and DIED not in again.out and
