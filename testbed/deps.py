@@ -34,8 +34,8 @@ PACKAGES = [
     "criu",
     # the style suite and ./kvlab docs: Documentation/ rendered by Sphinx
     "python3-sphinx",
-    # the tools' manual pages (rst2man)
-    "python3-docutils",
+    # the tools' manual pages (rst2man); their JSON output (status -j)
+    "python3-docutils", "nlohmann-json3-dev",
     # ./kvlab package and the package suite: debian/ built and checked
     "dpkg-dev", "debhelper", "dh-dkms", "lintian",
     # meson finds it on PATH: a fresh clone (CI's) rebuilds the user space

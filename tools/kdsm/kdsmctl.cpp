@@ -6,7 +6,7 @@
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
 //                  [--defer-to highpri|normal|fifo] [--mode K|T|S] [--weak]
 //                  [--key kverbs:NAME | --insecure] [--wait]
-//   kdsmctl status [--stats]
+//   kdsmctl status [-s|--stats] [-j|--json]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
 
@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include <kvcli/json.hpp>
 #include <kvcli/kvcli.hpp>
 
 namespace {
@@ -30,9 +31,10 @@ constexpr const char *usage_text =
     "         default " KDSM_DEFAULT_KEY "\n"
     "  --insecure: no authentication: any host that can use a member's\n"
     "         listed address may join\n"
-    "       kdsmctl status [--stats]\n"
+    "       kdsmctl status [-s|--stats] [-j|--json]\n"
     "       kdsmctl delete\n"
-    "       kdsmctl --help | --version\n"
+    "       kdsmctl -h|--help | -V|--version\n"
+    "  --json: one JSON object, counters included\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -125,15 +127,45 @@ int create(int argc, char **argv)
     return 0;
 }
 
-int status(bool stats)
+const char *placement_name(const kdsm::status &s)
 {
+    return s.placement == KDSM_PLACE_BLOCK ? "block" : "cyclic";
+}
+
+void status_json(const kdsm::status &s)
+{
+    kvcli::json j = {{"state", kdsm::status::state_name(s.state)}};
+    if (s.state != KDSM_STATE_NONE) {
+        j["node"] = s.node;
+        j["nodes"] = s.nnodes;
+        j["pages"] = s.npages;
+        j["placement"] = placement_name(s);
+        j["options"] = s.options;
+        j["error"] = s.error.empty() ? kvcli::json() : kvcli::json(s.error);
+        kvcli::json st = kvcli::json::object();
+        for (const auto &[name, v] : kdsm::named_stats(s))
+            st[name] = v;
+        j["stats"] = st;
+    }
+    kvcli::print_json(j);
+}
+
+int status(int argc, char **argv)
+{
+    bool stats = false, json = false;
+    kvcli::flags("kdsmctl", usage_text, argc, argv, 2,
+                 {{"-s", "--stats", &stats}, {"-j", "--json", &json}});
     kdsm::control ctl;
     const kdsm::status s = ctl.get();
+    if (json) {
+        status_json(s);
+        return 0;
+    }
     std::printf("state %s\n", kdsm::status::state_name(s.state));
     if (s.state == KDSM_STATE_NONE)
         return 0;
     std::printf("node %u of %u\npages %u\nplacement %s\noptions %#x\n", s.node, s.nnodes,
-                s.npages, s.placement == KDSM_PLACE_BLOCK ? "block" : "cyclic", s.options);
+                s.npages, placement_name(s), s.options);
     if (!s.error.empty())
         std::printf("error %s\n", s.error.c_str());
     if (stats)
@@ -154,8 +186,8 @@ int main(int argc, char **argv)
         if (cmd == "create")
             return create(argc, argv);
         if (cmd == "status")
-            return status(argc > 2 && !std::strcmp(argv[2], "--stats"));
-        if (cmd == "delete") {
+            return status(argc, argv);
+        if (cmd == "delete" && argc == 2) {
             kdsm::control().remove();
             return 0;
         }

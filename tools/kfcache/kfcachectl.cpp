@@ -6,12 +6,13 @@
 //   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]
 //   kfcachectl export NAME PATH [--client ADDR[/LEN]]...
 //   kfcachectl unexport NAME
-//   kfcachectl status [--stats]
+//   kfcachectl status [-s|--stats] [-j|--json]
 //   kfcachectl stop
 //
 // Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
 // (every client proves the server's key: kverbs:kfcache unless -o key=
 // names another; a server started --insecure takes mounts -o insecure)
+#include <kvcli/json.hpp>
 #include <kvcli/kvcli.hpp>
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kfcache.h>
@@ -25,6 +26,8 @@
 #include <cstring>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -33,14 +36,15 @@ constexpr const char *usage_text =
     "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]\n"
     "       kfcachectl export NAME PATH [--client ADDR[/LEN]]...\n"
     "       kfcachectl unexport NAME\n"
-    "       kfcachectl status [--stats]\n"
+    "       kfcachectl status [-s|--stats] [-j|--json]\n"
     "       kfcachectl stop\n"
-    "       kfcachectl --help | --version\n"
+    "       kfcachectl -h|--help | -V|--version\n"
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u)\n"
     "         that every client proves (mount -o key=...); default " KFC_DEFAULT_KEY "\n"
     "  --insecure: no authentication: any host may mount (mount -o insecure)\n"
     "  --client: only hosts of this address prefix may mount the export (up to 16;\n"
     "         none: every client that proves the server's key)\n"
+    "  --json: one JSON object, counters included\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -96,7 +100,8 @@ std::string client_str(const kfc_client &c)
     return std::string(buf) + "/" + std::to_string(c.prefix_len);
 }
 
-std::string addr_str(const std::uint8_t *p, std::size_t len)
+// A socket address attribute as (address, port).
+std::pair<std::string, std::uint16_t> addr_port(const std::uint8_t *p, std::size_t len)
 {
     char buf[INET6_ADDRSTRLEN] = "?";
     std::uint16_t port = 0;
@@ -111,7 +116,7 @@ std::string addr_str(const std::uint8_t *p, std::size_t len)
         inet_ntop(AF_INET6, &in6.sin6_addr, buf, sizeof(buf));
         port = ntohs(in6.sin6_port);
     }
-    return std::string(buf) + " port " + std::to_string(port);
+    return {buf, port};
 }
 
 class ctl {
@@ -139,46 +144,97 @@ private:
     std::uint16_t family_ = 0;
 };
 
-int status(bool stats)
+// The server as the kernel reports it (KFC_CMD_GET).
+struct export_info {
+    std::string name, path;
+    std::vector<std::string> clients;
+};
+
+struct server_status {
+    bool running = false;
+    std::string addr;
+    std::uint16_t port = 0;
+    std::vector<export_info> exports;
+    std::vector<std::pair<const char *, std::uint64_t>> stats;
+};
+
+server_status get_status()
 {
     ctl c;
     auto m = c.msg(KFC_CMD_GET);
     std::vector<std::uint8_t> reply;
     c.run(m, "status", &reply);
-    const auto all = kvgenl::parse_all(reply.data(), reply.size());
+    server_status st;
     const auto a = kvgenl::parse(reply.data(), reply.size());
-    const bool running = kvgenl::attr<std::uint8_t>(a, KFC_A_RUNNING);
-    std::printf("server %s", running ? "running" : "stopped");
-    if (auto it = a.find(KFC_A_ADDR); running && it != a.end())
-        std::printf(" on %s", addr_str(it->second.first, it->second.second).c_str());
-    std::printf("\n");
-    for (const auto &[type, v] : all) {
+    st.running = kvgenl::attr<std::uint8_t>(a, KFC_A_RUNNING);
+    if (auto it = a.find(KFC_A_ADDR); st.running && it != a.end())
+        std::tie(st.addr, st.port) = addr_port(it->second.first, it->second.second);
+    for (const auto &[type, v] : kvgenl::parse_all(reply.data(), reply.size())) {
         if (type != KFC_A_EXPORT)
             continue;
         const auto e = kvgenl::parse(v.first, v.second);
-        std::printf("export %s %s", kvgenl::attr_str(e, KFC_A_NAME).c_str(),
-                    kvgenl::attr_str(e, KFC_A_PATH).c_str());
-        if (auto it = e.find(KFC_A_CLIENTS); it != e.end()) {
-            const char *sep = " clients ";
+        export_info x{kvgenl::attr_str(e, KFC_A_NAME), kvgenl::attr_str(e, KFC_A_PATH), {}};
+        if (auto it = e.find(KFC_A_CLIENTS); it != e.end())
             for (std::size_t off = 0; off + sizeof(kfc_client) <= it->second.second;
                  off += sizeof(kfc_client)) {
                 kfc_client cl;
                 std::memcpy(&cl, it->second.first + off, sizeof(cl));
-                std::printf("%s%s", sep, client_str(cl).c_str());
-                sep = ",";
+                x.clients.push_back(client_str(cl));
             }
+        st.exports.push_back(std::move(x));
+    }
+    if (auto it = a.find(KFC_A_STATS); it != a.end())
+        for (const auto &[type, v] : kvgenl::parse_all(it->second.first, it->second.second))
+            if (type >= 1 && type <= KFC_S_MAX && v.second == 8) {
+                std::uint64_t n;
+                std::memcpy(&n, v.first, 8);
+                st.stats.emplace_back(stat_names[type], n);
+            }
+    return st;
+}
+
+void status_json(const server_status &st)
+{
+    kvcli::json j = {{"running", st.running}};
+    j["address"] = st.addr.empty() ? kvcli::json() : kvcli::json(st.addr);
+    j["port"] = st.addr.empty() ? kvcli::json() : kvcli::json(st.port);
+    kvcli::json ex = kvcli::json::array();
+    for (const auto &x : st.exports)
+        ex.push_back({{"name", x.name}, {"path", x.path}, {"clients", x.clients}});
+    j["exports"] = ex;
+    kvcli::json s = kvcli::json::object();
+    for (const auto &[name, v] : st.stats)
+        s[name] = v;
+    j["stats"] = s;
+    kvcli::print_json(j);
+}
+
+int status(int argc, char **argv)
+{
+    bool stats = false, json = false;
+    kvcli::flags("kfcachectl", usage_text, argc, argv, 2,
+                 {{"-s", "--stats", &stats}, {"-j", "--json", &json}});
+    const server_status st = get_status();
+    if (json) {
+        status_json(st);
+        return 0;
+    }
+    std::printf("server %s", st.running ? "running" : "stopped");
+    if (!st.addr.empty())
+        std::printf(" on %s port %u", st.addr.c_str(), st.port);
+    std::printf("\n");
+    for (const auto &x : st.exports) {
+        std::printf("export %s %s", x.name.c_str(), x.path.c_str());
+        const char *sep = " clients ";
+        for (const auto &cl : x.clients) {
+            std::printf("%s%s", sep, cl.c_str());
+            sep = ",";
         }
         std::printf("\n");
     }
     if (stats)
-        if (auto it = a.find(KFC_A_STATS); it != a.end())
-            for (const auto &[type, v] : kvgenl::parse_all(it->second.first, it->second.second))
-                if (type >= 1 && type <= KFC_S_MAX && v.second == 8) {
-                    std::uint64_t n;
-                    std::memcpy(&n, v.first, 8);
-                    std::printf("%s %llu\n", stat_names[type],
-                                static_cast<unsigned long long>(n));
-                }
+        for (const auto &[name, v] : st.stats)
+            std::printf("%s %llu\n", name, static_cast<unsigned long long>(v));
     return 0;
 }
 
@@ -255,8 +311,8 @@ try {
         auto m = c.msg(KFC_CMD_UNEXPORT);
         m.put_str(KFC_A_NAME, argv[2]);
         c.run(m, "unexport");
-    } else if (cmd == "status" && (argc == 2 || (argc == 3 && std::string(argv[2]) == "--stats"))) {
-        return status(argc == 3);
+    } else if (cmd == "status") {
+        return status(argc, argv);
     } else {
         usage();
     }

@@ -6,7 +6,7 @@
 //
 //   kmigrate start [--addr ADDR] [--port PORT] [--node N]
 //   kmigrate stop
-//   kmigrate status [--json]
+//   kmigrate status [-j|--json]
 //   kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]
 //   kmigrate run [--] PROG [ARGS...]
 //   kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]
@@ -27,6 +27,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <kvcli/json.hpp>
 #include <kvcli/kvcli.hpp>
 
 #include <signal.h>
@@ -55,11 +56,11 @@ constexpr const char *usage_text =
     "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
     "                      [--key kverbs:NAME | --insecure]\n"
     "       kmigrate stop\n"
-    "       kmigrate status [--json]\n"
+    "       kmigrate status [-j|--json]\n"
     "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
     "       kmigrate run [--] PROG [ARGS...]\n"
     "       kmigrate serve [--policy FILE] [--log-dir DIR] [--once] [--allow-root]\n"
-    "       kmigrate --help | --version\n"
+    "       kmigrate -h|--help | -V|--version\n"
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u),\n"
     "         the same secret on every node: peers prove it both ways;\n"
     "         default " KMIGRATE_DEFAULT_KEY "\n"
@@ -225,25 +226,6 @@ std::string mode_name(std::uint32_t m)
                                         : "mode" + std::to_string(m);
 }
 
-std::string json_str(const std::string &s)
-{
-    std::string out = "\"";
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += ch;
-        } else if (c < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-        } else {
-            out += ch;
-        }
-    }
-    return out + "\"";
-}
-
 std::string ms(std::uint64_t ns)
 {
     char buf[32];
@@ -294,27 +276,28 @@ int status(bool json)
             }
 
     if (json) {
-        std::printf("{\"running\": %s, \"node\": %u, \"addr\": %s, \"arenas\": [",
-                    running ? "true" : "false", node, addr.empty() ? "null" : json_str(addr).c_str());
-        const char *sep = "";
-        for (const auto &i : arenas) {
-            std::printf("%s{\"pid\": %u, \"state\": %s, \"npages\": %u, \"va\": %" PRIu64
-                        ", \"peer\": %s, \"mode\": %s, \"todo\": %u, \"faults\": %" PRIu64
-                        ", \"prefetched\": %" PRIu64 ", \"fault_ns\": %" PRIu64
-                        ", \"downtime_ns\": %" PRIu64 ", \"total_ns\": %" PRIu64 "}",
-                        sep, i.pid, json_str(state_name(i.state)).c_str(), i.npages, i.va,
-                        i.peer.empty() ? "null" : json_str(i.peer).c_str(),
-                        json_str(mode_name(i.mode)).c_str(), i.todo, i.faults, i.prefetched,
-                        i.fault_ns, i.downtime_ns, i.total_ns);
-            sep = ", ";
-        }
-        std::printf("], \"stats\": {");
-        sep = "";
-        for (const auto &[name, v] : stats) {
-            std::printf("%s\"%s\": %" PRIu64, sep, name, v);
-            sep = ", ";
-        }
-        std::printf("}}\n");
+        kvcli::json j = {{"running", running}, {"node", node}};
+        j["addr"] = addr.empty() ? kvcli::json() : kvcli::json(addr);
+        kvcli::json ar = kvcli::json::array();
+        for (const auto &i : arenas)
+            ar.push_back({{"pid", i.pid},
+                          {"state", state_name(i.state)},
+                          {"npages", i.npages},
+                          {"va", i.va},
+                          {"peer", i.peer.empty() ? kvcli::json() : kvcli::json(i.peer)},
+                          {"mode", mode_name(i.mode)},
+                          {"todo", i.todo},
+                          {"faults", i.faults},
+                          {"prefetched", i.prefetched},
+                          {"fault_ns", i.fault_ns},
+                          {"downtime_ns", i.downtime_ns},
+                          {"total_ns", i.total_ns}});
+        j["arenas"] = ar;
+        kvcli::json st = kvcli::json::object();
+        for (const auto &[name, v] : stats)
+            st[name] = v;
+        j["stats"] = st;
+        kvcli::print_json(j);
         return 0;
     }
     if (running)
@@ -653,8 +636,11 @@ try {
         c.run(m, "stop");
         return 0;
     }
-    if (cmd == "status" && (argc == 2 || (argc == 3 && !std::strcmp(argv[2], "--json"))))
-        return status(argc == 3);
+    if (cmd == "status") {
+        bool json = false;
+        kvcli::flags("kmigrate", usage_text, argc, argv, 2, {{"-j", "--json", &json}});
+        return status(json);
+    }
     if (cmd == "move")
         return move(argc, argv);
     if (cmd == "run")

@@ -101,7 +101,7 @@ void usage(std::FILE *out)
         "  --withhold-ms T     a peer that keeps the server's credits: send pings while\n"
         "                      credits last, never re-post a receive or grant one, for\n"
         "                      T ms, then close\n"
-        "  --help, --version\n"
+        "  -h, --help; -V, --version\n"
         "exit status: 0 ok, 2 usage error, 3 rejected by the peer, 4 the peer closed the\n"
         "connection after --bad-msg, 1 any other failure\n",
         kvwire::kping_header);
@@ -172,7 +172,7 @@ std::vector<std::uint8_t> read_key(std::string_view path)
 Options parse_args(int argc, char **argv)
 {
     enum { o_addr = 256, o_port, o_count, o_size, o_node, o_depth, o_max_msg, o_bad, o_bad_msg,
-           o_timeout, o_rd_atomic, o_version, o_withhold, o_key_file };
+           o_timeout, o_rd_atomic, o_withhold, o_key_file };
     static const option longopts[] = {
         {"server-addr", required_argument, nullptr, o_addr},
         {"port", required_argument, nullptr, o_port},
@@ -188,13 +188,13 @@ Options parse_args(int argc, char **argv)
         {"withhold-ms", required_argument, nullptr, o_withhold},
         {"key-file", required_argument, nullptr, o_key_file},
         {"help", no_argument, nullptr, 'h'},
-        {"version", no_argument, nullptr, o_version},
+        {"version", no_argument, nullptr, 'V'},
         {nullptr, 0, nullptr, 0},
     };
     constexpr auto u32max = std::numeric_limits<std::uint32_t>::max();
     Options o;
     int c = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, nullptr)) != -1) {
+    while ((c = getopt_long(argc, argv, "hV", longopts, nullptr)) != -1) {
         const std::string_view arg = optarg != nullptr ? optarg : "";
         switch (c) {
         case o_addr: o.server = arg; break;
@@ -218,7 +218,7 @@ Options parse_args(int argc, char **argv)
         case o_key_file: o.key = read_key(arg); break;
         case o_withhold: o.withhold = std::chrono::milliseconds(kvping::parse_num<std::uint32_t>("--withhold-ms", arg, 1, 3600000)); break;
         case 'h': usage(stdout); std::exit(exit_ok);
-        case o_version: std::printf("kvping (kverbs) %s\n", KVERBS_VERSION); std::exit(exit_ok);
+        case 'V': std::printf("kvping (kverbs) %s\n", KVERBS_VERSION); std::exit(exit_ok);
         default: usage(stderr); std::exit(kvcli::exit_usage);
         }
     }

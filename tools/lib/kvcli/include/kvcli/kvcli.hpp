@@ -3,7 +3,8 @@
 // What every kverbs command-line tool does the same way (kdsmctl,
 // kfcachectl, kmigrate, kvping):
 //   --help, -h   usage on stdout, exit 0;
-//   --version    "<tool> (kverbs) <version>" on stdout, exit 0;
+//   --version, -V  "<tool> (kverbs) <version>" on stdout, exit 0;
+//   status -j/--json: one JSON object on stdout (kvcli/json.hpp);
 //   a usage error: what is wrong, then the usage, on stderr, exit 2;
 //   any other failure: a message on stderr, exit 1 (or the tool's own
 //   documented codes above 2).
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #ifndef KVERBS_VERSION
@@ -37,7 +39,7 @@ inline void standard_options(int argc, char **argv, const char *tool, const char
             std::fputs(usage, stdout);
             std::exit(exit_ok);
         }
-        if (!std::strcmp(argv[i], "--version")) {
+        if (!std::strcmp(argv[i], "--version") || !std::strcmp(argv[i], "-V")) {
             std::printf("%s (kverbs) %s\n", tool, KVERBS_VERSION);
             std::exit(exit_ok);
         }
@@ -52,6 +54,30 @@ inline void standard_options(int argc, char **argv, const char *tool, const char
         std::fprintf(stderr, "%s: %s\n", tool, why.c_str());
     std::fputs(usage, stderr);
     std::exit(exit_usage);
+}
+
+// A subcommand's switches: each has a short and a long spelling.
+struct flag {
+    const char *short_name;
+    const char *long_name;
+    bool *set;
+};
+
+// argv[@from..] as switches of @fl, or a usage error that names the
+// first argument that is none of them.
+inline void flags(const char *tool, const char *usage, int argc, char **argv, int from,
+                  std::initializer_list<flag> fl)
+{
+    for (int i = from; i < argc; ++i) {
+        bool known = false;
+        for (const auto &f : fl)
+            if (!std::strcmp(argv[i], f.short_name) || !std::strcmp(argv[i], f.long_name)) {
+                *f.set = true;
+                known = true;
+            }
+        if (!known)
+            usage_error(tool, usage, std::string("unknown option ") + argv[i]);
+    }
 }
 
 // The whole of @s as a number in [@lo, @hi] (decimal, or 0x hex), or a
