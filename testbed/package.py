@@ -105,6 +105,9 @@ def tools_problems(paths):
     pages = {m.group(1) for p in paths
              if (m := re.match(r"usr/share/man/man[18]/([\w-]+)\.[18]\.gz$", p))}
     bad += [f"no manual page for {t}" for t in TOOLS if t not in pages]
+    comp = {p.rsplit("/", 1)[1] for p in paths
+            if p.startswith("usr/share/bash-completion/completions/")}
+    bad += [f"no bash completion for {t}" for t in TOOLS if t not in comp]
     bad += [f"a test or benchmark program: {p}" for p in paths
             if "libexec" in p or re.search(r"/(kdsm|udsm|kvbench)-", p)]
     return bad
@@ -153,8 +156,8 @@ def suite_package(res):
               "warning(s), listed in the detail)", not errors,
               "\n".join(lines) or "no tag")
     checks = (("kverbs-tools", tools_problems,
-               "kverbs-tools: the four tools and their manual pages, a udev "
-              "rule, no test program"),
+               "kverbs-tools: the four tools, their manual pages and bash "
+              "completions, a udev rule, no test program"),
               ("libkverbs-dev", dev_problems,
                "libkverbs-dev: static libraries, pkg-config files, headers"),
               ("kverbs-dkms", dkms_problems,

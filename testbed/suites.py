@@ -101,16 +101,19 @@ def _default_install(res, bdir):
     other = [str(f) for f in files if f.parent.name != "bin" and
              not re.search(r"/(include/(kverbs|kvwire|kvgenl|kdsm|kmigrate)/"
                            r"[\w.-]+\.hp?p?|lib/[\w-]+/(lib\w+\.a|pkgconfig/"
-                           r"\w+\.pc)|share/man/man[18]/\w+\.[18])$",
+                           r"\w+\.pc)|share/man/man[18]/\w+\.[18]|"
+                           r"share/bash-completion/completions/\w+)$",
                            "/" + str(f))]
     pages = {f.name for f in files if f.parent.parent.name == "man"}
+    comp = {f.name for f in files if f.parent.name == "completions"}
     res.check("unit", "meson install: the four tools with their manual "
-              "pages, libraries, headers and pkg-config files only (no test "
-              "or benchmark program)",
+              "pages and bash completions, libraries, headers and pkg-config "
+              "files only (no test or benchmark program)",
               p.returncode == 0 and bins == INSTALLED_TOOLS and not other and
-              {n.split(".")[0] for n in pages} == INSTALLED_TOOLS,
+              {n.split(".")[0] for n in pages} == INSTALLED_TOOLS and
+              comp == INSTALLED_TOOLS,
               f"{p.stdout[-1500:]}\nbin: {sorted(bins)}\nman: "
-              f"{sorted(pages)}\nother: {other}")
+              f"{sorted(pages)}\ncompletions: {sorted(comp)}\nother: {other}")
 
 
 # ------------------------------------------------------------ harness tests
