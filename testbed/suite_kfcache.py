@@ -18,6 +18,7 @@ ordinary tools:
   listener listens again and a new mount reads.
 `kfcache-debug` runs the same on the debug kernel (KASAN, lockdep,
 kmemleak) with the tmpfs export only."""
+import json
 import re
 import shutil
 import time
@@ -441,6 +442,39 @@ def _export_clients(res, suite, srv, cli):
               f"{r.out}\n{m.out}\n{log}\nrefused {st0.get('refused')} -> "
               f"{st.get('refused')}")
     srv.run(f"{CTL} unexport only; {CTL} unexport mine", timeout=60)
+    _many_exports(res, suite, srv)
+
+
+MANY = 500
+
+
+def _many_exports(res, suite, srv):
+    """Issue 28: kfcachectl status lists MANY exports beside the suite's
+    (a dump, KFC_CMD_EXPORT_GET; one GET reply held a few dozen, then
+    "Message too long"), in the text and the JSON; they all unexport."""
+    m = srv.run(f"i=0; while [ $i -lt {MANY} ]; do {CTL} export many$i "
+                f"{TREE} || break; i=$((i + 1)); done; echo made=$i",
+                timeout=900)
+    t = srv.run(f"{CTL} status | grep -c '^export many'; "
+                f"{CTL} status -j > /tmp/many.json; echo rc=$?", timeout=120)
+    j = srv.run("cat /tmp/many.json", timeout=120)
+    try:
+        names = [e["name"] for e in json.loads(j.out)["exports"]]
+    except (ValueError, KeyError, TypeError) as e:
+        names = [repr(e)]
+    want = [f"many{i}" for i in range(MANY)]
+    res.check(suite, f"kfcachectl status lists {MANY} exports (a netlink "
+              "dump), in the text and the JSON, each once, in order",
+              f"made={MANY}" in m.out and t.out.split()[:1] == [str(MANY)]
+              and "rc=0" in t.out and
+              [n for n in names if n.startswith("many")] == want,
+              f"{m.out}\n{t.out}\n{len(names)} names in the JSON: "
+              f"{names[:5]} ... {names[-5:]}")
+    u = srv.run(f"i=0; while [ $i -lt {MANY} ]; do {CTL} unexport many$i "
+                f"|| break; i=$((i + 1)); done; echo gone=$i; {CTL} status "
+                "| grep -c '^export many'", timeout=900)
+    res.check(suite, f"... and the {MANY} unexport", f"gone={MANY}" in u.out
+              and u.out.split()[-1:] == ["0"], u.out)
 
 
 def _accept_busy(node):

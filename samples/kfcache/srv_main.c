@@ -299,6 +299,7 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 		ret = -EEXIST;
 	} else {
 		list_add_tail(&e->node, &kfc_srv.exports);
+		kfc_srv.exports_gen++;
 	}
 	mutex_unlock(&kfc_srv.lock);
 	if (ret) {
@@ -308,9 +309,11 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 	return ret;
 }
 
+/* Under kfc_srv.lock. */
 static void kfc_export_free(struct kfc_export *e)
 {
 	list_del(&e->node);
+	kfc_srv.exports_gen++;
 	path_put(&e->root);
 	kfree(e);
 }
@@ -336,12 +339,10 @@ static int kfc_nl_unexport(struct sk_buff *skb, struct genl_info *info)
 	return 0;
 }
 
-/* Under kfc_srv.lock. */
+/* Under kfc_srv.lock: the server's state and counters. */
 static int kfc_nl_fill(struct sk_buff *msg)
 {
-	struct kfc_export *e;
 	struct nlattr *nest;
-	char *buf;
 	int i;
 
 	if (nla_put_u8(msg, KFC_A_RUNNING, !!kfc_srv.dom))
@@ -351,25 +352,6 @@ static int kfc_nl_fill(struct sk_buff *msg)
 		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6),
 		    &kfc_srv.addr))
 		return -EMSGSIZE;
-	buf = kmalloc(PATH_MAX, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	list_for_each_entry(e, &kfc_srv.exports, node) {
-		char *p = d_path(&e->root, buf, PATH_MAX);
-
-		nest = nla_nest_start(msg, KFC_A_EXPORT);
-		if (!nest || nla_put_string(msg, KFC_A_NAME, e->name) ||
-		    nla_put_string(msg, KFC_A_PATH, IS_ERR(p) ? "?" : p) ||
-		    (e->nclients &&
-		     nla_put(msg, KFC_A_CLIENTS,
-			     e->nclients * sizeof(struct kfc_client),
-			     e->clients))) {
-			kfree(buf);
-			return -EMSGSIZE;
-		}
-		nla_nest_end(msg, nest);
-	}
-	kfree(buf);
 	nest = nla_nest_start(msg, KFC_A_STATS);
 	if (!nest)
 		return -EMSGSIZE;
@@ -406,6 +388,67 @@ static int kfc_nl_get(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
+/* An export's attributes.  Under kfc_srv.lock; @buf holds PATH_MAX bytes. */
+static int kfc_nl_put_export(struct sk_buff *msg, const struct kfc_export *e,
+			     char *buf)
+{
+	char *p = d_path(&e->root, buf, PATH_MAX);
+
+	if (nla_put_string(msg, KFC_A_NAME, e->name) ||
+	    nla_put_string(msg, KFC_A_PATH, IS_ERR(p) ? "?" : p) ||
+	    (e->nclients &&
+	     nla_put(msg, KFC_A_CLIENTS,
+		     e->nclients * sizeof(struct kfc_client), e->clients)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+/*
+ * EXPORT_GET, a dump: one message per export, from the cb->args[0]th
+ * on (the list's order); cb->seq is the list's generation, so a part
+ * taken after an export or unexport carries NLM_F_DUMP_INTR.
+ */
+static int kfc_nl_export_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	long i = 0, from = cb->args[0], put = 0;
+	struct kfc_export *e;
+	char *buf;
+	void *hdr;
+	int ret = 0;
+
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+	mutex_lock(&kfc_srv.lock);
+	cb->seq = kfc_srv.exports_gen;
+	list_for_each_entry(e, &kfc_srv.exports, node) {
+		if (i < from) {
+			i++;
+			continue;
+		}
+		hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid,
+				  cb->nlh->nlmsg_seq, &kfc_genl, NLM_F_MULTI,
+				  KFC_CMD_EXPORT_GET);
+		if (!hdr)
+			break;
+		genl_dump_check_consistent(cb, hdr);
+		if (kfc_nl_put_export(skb, e, buf)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		i++;
+		put++;
+	}
+	/* an export too big for an empty message would end the dump early */
+	if (!put && !list_entry_is_head(e, &kfc_srv.exports, node))
+		ret = -EMSGSIZE;
+	mutex_unlock(&kfc_srv.lock);
+	kfree(buf);
+	cb->args[0] = i;
+	return ret ?: skb->len;
+}
+
 static const struct genl_small_ops kfc_genl_ops[] = {
 	{ .cmd = KFC_CMD_START, .doit = kfc_nl_start,
 	  .flags = GENL_ADMIN_PERM },
@@ -415,6 +458,8 @@ static const struct genl_small_ops kfc_genl_ops[] = {
 	{ .cmd = KFC_CMD_UNEXPORT, .doit = kfc_nl_unexport,
 	  .flags = GENL_ADMIN_PERM },
 	{ .cmd = KFC_CMD_GET, .doit = kfc_nl_get, .flags = GENL_ADMIN_PERM },
+	{ .cmd = KFC_CMD_EXPORT_GET, .dumpit = kfc_nl_export_dump,
+	  .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family kfc_genl = {

@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <system_error>
 #include <tuple>
@@ -135,6 +136,13 @@ public:
         if (err)
             fail(err, what, sock_.last_ack());
     }
+    void dump(kvgenl::message &m, const char *what,
+              const std::function<void(const std::uint8_t *, std::size_t)> &each, bool *changed)
+    {
+        const int err = sock_.dump(m.finish(), each, changed);
+        if (err)
+            fail(err, what, sock_.last_ack());
+    }
     // The request's error, 0 or errno, with ack() its extended ack.
     int try_run(kvgenl::message &m) { return sock_.request(m.finish(), nullptr); }
     std::string ack() const { return sock_.last_ack(); }
@@ -158,6 +166,20 @@ struct server_status {
     std::vector<std::pair<const char *, std::uint64_t>> stats;
 };
 
+export_info parse_export(const std::uint8_t *p, std::size_t len)
+{
+    const auto e = kvgenl::parse(p, len);
+    export_info x{kvgenl::attr_str(e, KFC_A_NAME), kvgenl::attr_str(e, KFC_A_PATH), {}};
+    if (auto it = e.find(KFC_A_CLIENTS); it != e.end())
+        for (std::size_t off = 0; off + sizeof(kfc_client) <= it->second.second;
+             off += sizeof(kfc_client)) {
+            kfc_client cl;
+            std::memcpy(&cl, it->second.first + off, sizeof(cl));
+            x.clients.push_back(client_str(cl));
+        }
+    return x;
+}
+
 server_status get_status()
 {
     ctl c;
@@ -169,20 +191,6 @@ server_status get_status()
     st.running = kvgenl::attr<std::uint8_t>(a, KFC_A_RUNNING);
     if (auto it = a.find(KFC_A_ADDR); st.running && it != a.end())
         std::tie(st.addr, st.port) = addr_port(it->second.first, it->second.second);
-    for (const auto &[type, v] : kvgenl::parse_all(reply.data(), reply.size())) {
-        if (type != KFC_A_EXPORT)
-            continue;
-        const auto e = kvgenl::parse(v.first, v.second);
-        export_info x{kvgenl::attr_str(e, KFC_A_NAME), kvgenl::attr_str(e, KFC_A_PATH), {}};
-        if (auto it = e.find(KFC_A_CLIENTS); it != e.end())
-            for (std::size_t off = 0; off + sizeof(kfc_client) <= it->second.second;
-                 off += sizeof(kfc_client)) {
-                kfc_client cl;
-                std::memcpy(&cl, it->second.first + off, sizeof(cl));
-                x.clients.push_back(client_str(cl));
-            }
-        st.exports.push_back(std::move(x));
-    }
     if (auto it = a.find(KFC_A_STATS); it != a.end())
         for (const auto &[type, v] : kvgenl::parse_all(it->second.first, it->second.second))
             if (type >= 1 && type <= KFC_S_MAX && v.second == 8) {
@@ -190,6 +198,22 @@ server_status get_status()
                 std::memcpy(&n, v.first, 8);
                 st.stats.emplace_back(stat_names[type], n);
             }
+    // The exports, a dump: taken again (a few times) if they changed
+    // while it ran, so the list is one moment's.
+    for (int tries = 0;; ++tries) {
+        bool changed = false;
+        st.exports.clear();
+        auto d = c.msg(KFC_CMD_EXPORT_GET);
+        c.dump(d, "status: the exports",
+               [&](const std::uint8_t *p, std::size_t len) {
+                   st.exports.push_back(parse_export(p, len));
+               },
+               &changed);
+        if (!changed)
+            break;
+        if (tries == 4)
+            fail(EAGAIN, "status: the exports", "they kept changing during the listing");
+    }
     return st;
 }
 

@@ -39,7 +39,12 @@ enum {
 	KFC_CMD_STOP,
 	KFC_CMD_EXPORT,		/* NAME, PATH */
 	KFC_CMD_UNEXPORT,	/* NAME */
-	KFC_CMD_GET,		/* reply: STATE, EXPORTS, STATS */
+	KFC_CMD_GET,		/* reply: RUNNING, ADDR, STATS */
+	KFC_CMD_EXPORT_GET,	/* a dump (NLM_F_DUMP) only: one message
+				 * per export, NAME, PATH, CLIENTS;
+				 * NLM_F_DUMP_INTR if the exports changed
+				 * meanwhile
+				 */
 	__KFC_CMD_MAX,
 };
 
@@ -49,12 +54,12 @@ enum {
 	KFC_A_NAME,		/* string */
 	KFC_A_PATH,		/* string, absolute */
 	KFC_A_RUNNING,		/* u8 */
-	KFC_A_EXPORT,		/* nested: NAME, PATH (repeated) */
+	KFC_A_EXPORT,		/* unused (GET's exports before EXPORT_GET) */
 	KFC_A_STATS,		/* nested: u64 counters, types below */
 	KFC_A_PAD,
 	KFC_A_KEY,		/* string: a logon key clients prove (START) */
 	KFC_A_CLIENTS,		/* binary: struct kfc_client[1..KFC_CLIENTS_MAX]
-				 * (EXPORT; in GET's EXPORT); none: any client
+				 * (EXPORT, EXPORT_GET); none: any client
 				 * that proves the server's key
 				 */
 	__KFC_A_MAX,

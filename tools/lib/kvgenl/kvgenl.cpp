@@ -147,15 +147,45 @@ int socket::resolve(const char *name, std::uint16_t *id)
     return *id ? 0 : EPROTO;
 }
 
-int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)
+int socket::send(std::vector<std::uint8_t> &msg)
 {
     last_ack_.clear();
-    auto *h = reinterpret_cast<nlmsghdr *>(msg.data());
-    h->nlmsg_seq = seq_++;
+    reinterpret_cast<nlmsghdr *>(msg.data())->nlmsg_seq = seq_++;
     sockaddr_nl sa{};
     sa.nl_family = AF_NETLINK;
     if (::sendto(fd_, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0)
         return errno;
+    return 0;
+}
+
+int socket::ack_error(const void *msg)
+{
+    const auto *r = static_cast<const nlmsghdr *>(msg);
+    const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
+    // NLMSG_DONE carries the error alone, NLMSG_ERROR a struct nlmsgerr
+    if (payload < (r->nlmsg_type == NLMSG_DONE ? sizeof(int) : sizeof(nlmsgerr)))
+        return EPROTO;
+    const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(r));
+    if (e->error && (r->nlmsg_flags & NLM_F_ACK_TLVS)) {
+        // NLMSG_ERROR: the request echoed or capped, then the TLVs;
+        // NLMSG_DONE: the TLVs after the error
+        std::size_t off = r->nlmsg_type == NLMSG_DONE ? sizeof(int) : sizeof(*e);
+        if (r->nlmsg_type == NLMSG_ERROR && !(r->nlmsg_flags & NLM_F_CAPPED) &&
+            e->msg.nlmsg_len >= NLMSG_HDRLEN)
+            off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+        if (off <= payload) {
+            const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
+            last_ack_ = attr_str(parse(p, payload - off), NLMSGERR_ATTR_MSG);
+        }
+    }
+    return -e->error;
+}
+
+int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)
+{
+    if (const int err = send(msg))
+        return err;
+    const auto seq = reinterpret_cast<nlmsghdr *>(msg.data())->nlmsg_seq;
     std::vector<std::uint8_t> buf(65536);
     for (;;) {
         // MSG_TRUNC: the real length, so a cut reply is an error
@@ -168,31 +198,52 @@ int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *r
         // NLMSG_OK: the header and nlmsg_len both lie within @len
         for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
              r = NLMSG_NEXT(r, len)) {
-            if (r->nlmsg_seq != h->nlmsg_seq)
+            if (r->nlmsg_seq != seq)
                 continue;
-            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
-            if (r->nlmsg_type == NLMSG_ERROR) {
-                if (payload < sizeof(nlmsgerr))
-                    return EPROTO;
-                const auto *e = static_cast<const nlmsgerr *>(NLMSG_DATA(r));
-                if (e->error && (r->nlmsg_flags & NLM_F_ACK_TLVS)) {
-                    // the request echoed or capped, then the TLVs
-                    std::size_t off = sizeof(*e);
-                    if (!(r->nlmsg_flags & NLM_F_CAPPED) && e->msg.nlmsg_len >= NLMSG_HDRLEN)
-                        off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-                    if (off <= payload) {
-                        const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
-                        last_ack_ = attr_str(parse(p, payload - off), NLMSGERR_ATTR_MSG);
-                    }
-                }
-                return -e->error;
-            }
+            if (r->nlmsg_type == NLMSG_ERROR)
+                return ack_error(r);
             if (reply) {
+                const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
                 if (payload < GENL_HDRLEN)
                     return EPROTO;
                 const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
                 reply->assign(p, p + (payload - GENL_HDRLEN));
             }
+        }
+    }
+}
+
+int socket::dump(std::vector<std::uint8_t> &msg,
+                 const std::function<void(const std::uint8_t *, std::size_t)> &each,
+                 bool *interrupted)
+{
+    auto *h = reinterpret_cast<nlmsghdr *>(msg.data());
+    h->nlmsg_flags = (h->nlmsg_flags & ~NLM_F_ACK) | NLM_F_DUMP;
+    if (const int err = send(msg))
+        return err;
+    const auto seq = h->nlmsg_seq;
+    *interrupted = false;
+    std::vector<std::uint8_t> buf(65536);
+    for (;;) {
+        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
+        if (n < 0)
+            return errno;
+        if (static_cast<std::size_t>(n) > buf.size())
+            return EMSGSIZE;
+        std::size_t len = static_cast<std::size_t>(n);
+        for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
+             r = NLMSG_NEXT(r, len)) {
+            if (r->nlmsg_seq != seq)
+                continue;
+            if (r->nlmsg_flags & NLM_F_DUMP_INTR)
+                *interrupted = true;
+            if (r->nlmsg_type == NLMSG_ERROR || r->nlmsg_type == NLMSG_DONE)
+                return ack_error(r);
+            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
+            if (payload < GENL_HDRLEN)
+                return EPROTO;
+            each(static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN,
+                 payload - GENL_HDRLEN);
         }
     }
 }

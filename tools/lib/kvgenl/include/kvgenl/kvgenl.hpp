@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -69,9 +70,21 @@ public:
     // Send @msg; collect the reply's attributes into @reply.  0 or the
     // kernel's errno, with its extended ack in last_ack().
     int request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply);
+    // Send @msg as a dump request (NLM_F_DUMP) and call @each with every
+    // reply message's attributes until the dump is done.  0 or the
+    // kernel's errno (last_ack() as above); *@interrupted is set when a
+    // part carried NLM_F_DUMP_INTR (the objects changed meanwhile).
+    int dump(std::vector<std::uint8_t> &msg,
+             const std::function<void(const std::uint8_t *, std::size_t)> &each,
+             bool *interrupted);
     const std::string &last_ack() const { return last_ack_; }
 
 private:
+    // An NLMSG_ERROR (or a dump's NLMSG_DONE) @r: its errno, with the
+    // extended ack's message in last_ack_.
+    int ack_error(const void *r);
+    int send(std::vector<std::uint8_t> &msg);
+
     int fd_ = -1;
     std::uint32_t seq_ = 1;
     std::string last_ack_;
