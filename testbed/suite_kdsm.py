@@ -13,6 +13,7 @@ lock cases on the debug kernel (a holder killed holding a lock among
 them: robust locks).  The lock stress and corner cases run on
 the queue lock (--kind atomic) too: in kdsm-6.1 on 2 and 4 nodes, in
 kdsm-debug the stress test."""
+import json
 import re
 import time
 
@@ -339,6 +340,7 @@ def claimed_id_check(res, suite, pair):
     res.check(suite, "after the refused claimant, node 2 itself joins and "
               "the cluster forms", "rc=0" in r.out and
               "state ready" in r0.out, r.out + r0.out)
+    _status_json(res, suite, n0)
     # Issue 25, finding 8: the status holds what a forged HELLO needs
     r = n0.run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
                f"--clear-groups {CTL} status; echo rc=$?", timeout=30)
@@ -351,6 +353,31 @@ def claimed_id_check(res, suite, pair):
 
 KDSM_KEY = "kverbs:kdsm"
 KDSM_SECRET = "kvlab-kdsm-cluster-secret-0123456789"
+
+
+def _status_json(res, suite, node):
+    """kdsmctl status -j (issue 28): JSON that parses and says what the
+    text says, the counters included."""
+    t = node.run(f"{CTL} status --stats", timeout=30).out
+    j = node.run(f"{CTL} status -j", timeout=30)
+    text = dict(re.findall(r"^(\w+) (\S+)$", t, re.M))
+    m = re.search(r"^node (\d+) of (\d+)$", t, re.M)
+    try:
+        st = json.loads(j.out)
+        ok = (st["state"] == text["state"] == "ready" and
+              m is not None and st["node"] == int(m.group(1)) and
+              st["nodes"] == int(m.group(2)) == 2 and
+              st["pages"] == int(text["pages"]) and
+              st["placement"] == text["placement"] and
+              st["options"] == int(text["options"], 16) and
+              st["error"] is None and len(st["stats"]) >= 10 and
+              all(st["stats"][k] >= int(v) for k, v in text.items()
+                  if k in st["stats"]))
+    except (ValueError, KeyError, TypeError) as e:
+        ok = False
+        j.out += f"\n{e!r}"
+    res.check(suite, "kdsmctl status -j: JSON that parses and agrees with "
+              "the text status, counters included", ok, f"{t}\n{j.out}")
 
 
 def keyed_check(res, suite, pair):

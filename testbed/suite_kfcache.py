@@ -441,6 +441,7 @@ def _export_clients(res, suite, srv, cli):
               st.get("refused", 0) - st0.get("refused", 0) in (1, 2),
               f"{r.out}\n{m.out}\n{log}\nrefused {st0.get('refused')} -> "
               f"{st.get('refused')}")
+    _status_json(res, suite, srv, cli)
     srv.run(f"{CTL} unexport only; {CTL} unexport mine", timeout=60)
     _many_exports(res, suite, srv)
 
@@ -475,6 +476,30 @@ def _many_exports(res, suite, srv):
                 "| grep -c '^export many'", timeout=900)
     res.check(suite, f"... and the {MANY} unexport", f"gone={MANY}" in u.out
               and u.out.split()[-1:] == ["0"], u.out)
+
+
+def _status_json(res, suite, srv, cli):
+    """kfcachectl status -j (issue 28): JSON that parses and says what the
+    text says: the address, every export with its client list, the
+    counters."""
+    text = _stats(srv)      # first: the JSON's counters may only be ahead
+    j = srv.run(f"{CTL} status -j", timeout=30)
+    try:
+        st = json.loads(j.out)
+        ex = {e["name"]: e for e in st["exports"]}
+        ok = (st["running"] is True and st["address"] == srv.ip and
+              st["port"] == KFC_PORT and ex["tree"]["path"] == TREE and
+              ex["tree"]["clients"] == [] and
+              ex["only"]["clients"] == ["10.99.0.0/16", "fd00::/8"] and
+              ex["mine"]["clients"] == [f"{cli.ip}/32"] and
+              set(st["stats"]) == set(text) and
+              all(st["stats"][k] >= text[k] for k in text))
+    except (ValueError, KeyError, TypeError) as e:
+        ok = False
+        j.out += f"\n{e!r}"
+    res.check(suite, "kfcachectl status -j: JSON that parses, with the "
+              "address, the exports and their clients, and the counters",
+              ok, f"{j.out}\n{text}")
 
 
 def _accept_busy(node):
