@@ -424,6 +424,12 @@ def _export_clients(res, suite, srv, cli):
                 f"fd00::/8 && {CTL} export mine {TREE} --client {cli.ip}/32"
                 f" && {CTL} status; {CTL} export bad {TREE} --client "
                 "10.0.0.1/33; echo rc=$?; dmesg -c > /dev/null", timeout=60)
+    long = srv.run(f"{CTL} export {'n' * 300} {TREE}; echo rc=$?", timeout=60)
+    # issue 28, item 3: the extended ack's offset names the attribute
+    res.check(suite, "an export name longer than the policy allows is "
+              "refused by the kernel, and the refusal names the attribute",
+              "rc=1" in long.out and "(attribute name)" in long.out,
+              long.out)
     m = cli.run(f"mkdir -p /mnt/o && mount -t kfcache -o insecure "
                 f"{srv.ip}:/only /mnt/o; echo rc=$?; dmesg | tail -n 3; "
                 f"mount -t kfcache -o insecure {srv.ip}:/mine /mnt/o && ls "

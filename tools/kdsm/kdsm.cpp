@@ -30,6 +30,17 @@ control::control() : sock_(std::make_unique<kvgenl::socket>())
     if (err)
         throw error(err, err == ENOENT ? "generic netlink family kdsm not found: is kdsm.ko loaded?"
                                        : "resolving the kdsm netlink family");
+    sock_->attr_names(kvgenl::names({{KDSM_A_NODE, "node"},
+                                     {KDSM_A_NPAGES, "npages"},
+                                     {KDSM_A_PLACEMENT, "placement"},
+                                     {KDSM_A_OPTIONS, "options"},
+                                     {KDSM_A_PORT, "port"},
+                                     {KDSM_A_PEERS, "peers"},
+                                     {KDSM_A_PEER, "peer"},
+                                     {KDSM_A_PEER_NODE, "peer-node"},
+                                     {KDSM_A_PEER_ADDR, "peer-addr"},
+                                     {KDSM_A_JOIN_MS, "join-ms"},
+                                     {KDSM_A_KEY, "key"}}));
 }
 
 control::~control() = default;

@@ -59,7 +59,8 @@ int create(int argc, char **argv)
             return argv[++i];
         };
         if (a == "--node") {
-            c.node = static_cast<unsigned>(number("--node", next(), UINT32_MAX));
+            // a node id is a u8 on the wire; the kernel says which are valid
+            c.node = static_cast<unsigned>(number("--node", next(), UINT8_MAX));
         } else if (a == "--pages") {
             c.npages = static_cast<std::uint32_t>(number("--pages", next(), UINT32_MAX));
         } else if (a == "--peer") {
@@ -68,7 +69,7 @@ int create(int argc, char **argv)
             if (eq == std::string::npos)
                 usage("--peer: '" + p + "' is not ID=ADDR");
             c.peers.push_back({static_cast<unsigned>(number("--peer ID", p.substr(0, eq).c_str(),
-                                                            UINT32_MAX)),
+                                                            UINT8_MAX)),
                                p.substr(eq + 1)});
         } else if (a == "--block") {
             c.block = true;

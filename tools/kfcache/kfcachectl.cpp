@@ -128,6 +128,9 @@ public:
         if (err)
             fail(err, "generic netlink family " KFC_GENL_NAME,
                  err == ENOENT ? "is kfcache_srv.ko loaded?" : "");
+        sock_.attr_names(kvgenl::names({{KFC_A_ADDR, "addr"}, {KFC_A_NAME, "name"},
+                                        {KFC_A_PATH, "path"}, {KFC_A_KEY, "key"},
+                                        {KFC_A_CLIENTS, "clients"}}));
     }
     kvgenl::message msg(std::uint8_t cmd) { return kvgenl::message(family_, cmd, KFC_GENL_VERSION); }
     void run(kvgenl::message &m, const char *what, std::vector<std::uint8_t> *reply = nullptr)

@@ -93,6 +93,9 @@ public:
         if (err)
             fail(err, "generic netlink family " KMIGRATE_GENL_NAME,
                  err == ENOENT ? "is kmigrate.ko loaded?" : "");
+        sock_.attr_names(kvgenl::names({{KMIGRATE_A_ADDR, "addr"}, {KMIGRATE_A_NODE, "node"},
+                                        {KMIGRATE_A_PID, "pid"}, {KMIGRATE_A_MODE, "mode"},
+                                        {KMIGRATE_A_FLAGS, "flags"}, {KMIGRATE_A_KEY, "key"}}));
     }
     kvgenl::message msg(std::uint8_t cmd)
     {

@@ -151,6 +151,7 @@ int socket::send(std::vector<std::uint8_t> &msg)
 {
     last_ack_.clear();
     reinterpret_cast<nlmsghdr *>(msg.data())->nlmsg_seq = seq_++;
+    sent_ = msg;
     sockaddr_nl sa{};
     sa.nl_family = AF_NETLINK;
     if (::sendto(fd_, msg.data(), msg.size(), 0, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)) < 0)
@@ -175,10 +176,42 @@ int socket::ack_error(const void *msg)
             off += e->msg.nlmsg_len - NLMSG_HDRLEN;
         if (off <= payload) {
             const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
-            last_ack_ = attr_str(parse(p, payload - off), NLMSGERR_ATTR_MSG);
+            const auto tlv = parse(p, payload - off);
+            last_ack_ = attr_str(tlv, NLMSGERR_ATTR_MSG);
+            if (tlv.count(NLMSGERR_ATTR_OFFS)) {
+                const int type = attr_at(attr<std::uint32_t>(tlv, NLMSGERR_ATTR_OFFS));
+                if (type >= 0) {
+                    const auto t = static_cast<std::size_t>(type);
+                    last_ack_ += (last_ack_.empty() ? "(attribute " : " (attribute ") +
+                                 (t < names_.size() && !names_[t].empty()
+                                      ? names_[t]
+                                      : std::to_string(type)) +
+                                 ")";
+                }
+            }
         }
     }
     return -e->error;
+}
+
+int socket::attr_at(std::size_t off) const
+{
+    std::size_t pos = NLMSG_HDRLEN + GENL_HDRLEN, end = sent_.size();
+    while (pos + NLA_HDRLEN <= end) {
+        nlattr a;
+        std::memcpy(&a, sent_.data() + pos, sizeof(a));
+        if (a.nla_len < NLA_HDRLEN || pos + a.nla_len > end)
+            return -1;
+        if (off == pos || (off > pos && off < pos + a.nla_len && !(a.nla_type & NLA_F_NESTED)))
+            return a.nla_type & NLA_TYPE_MASK;
+        if (off > pos && off < pos + a.nla_len) {  // inside a nest
+            end = pos + a.nla_len;
+            pos += NLA_HDRLEN;
+            continue;
+        }
+        pos += align4(a.nla_len);
+    }
+    return -1;
 }
 
 int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)

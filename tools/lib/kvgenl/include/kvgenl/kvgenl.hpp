@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <utility>
@@ -57,6 +58,19 @@ template <typename T> T attr(const attrs &a, std::uint16_t type, T dflt = T{})
 // no IP address.
 std::vector<std::uint8_t> sockaddr_bytes(const std::string &addr, std::uint16_t port);
 
+// A table for socket::attr_names() from (type, name) pairs.
+inline std::vector<std::string>
+names(std::initializer_list<std::pair<std::uint16_t, const char *>> l)
+{
+    std::vector<std::string> out;
+    for (const auto &[type, name] : l) {
+        if (type >= out.size())
+            out.resize(type + 1u);
+        out[type] = name;
+    }
+    return out;
+}
+
 // One NETLINK_GENERIC socket.
 class socket {
 public:
@@ -78,6 +92,10 @@ public:
              const std::function<void(const std::uint8_t *, std::size_t)> &each,
              bool *interrupted);
     const std::string &last_ack() const { return last_ack_; }
+    // The family's attribute names by type: a refusal that points at an
+    // attribute of the request (NLMSGERR_ATTR_OFFS) then names it in
+    // last_ack(), "... (attribute NAME)"; without a name, its number.
+    void attr_names(std::vector<std::string> names) { names_ = std::move(names); }
 
 private:
     // An NLMSG_ERROR (or a dump's NLMSG_DONE) @r: its errno, with the
@@ -85,9 +103,15 @@ private:
     int ack_error(const void *r);
     int send(std::vector<std::uint8_t> &msg);
 
+    // The type of the attribute at byte @off of the request sent last
+    // (nested attributes searched), or -1.
+    int attr_at(std::size_t off) const;
+
     int fd_ = -1;
     std::uint32_t seq_ = 1;
     std::string last_ack_;
+    std::vector<std::uint8_t> sent_;        // the request, for attr_at()
+    std::vector<std::string> names_;
 };
 
 }  // namespace kvgenl
