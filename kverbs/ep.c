@@ -412,6 +412,35 @@ void kverbs_ep_disconnect(struct kverbs_ep *ep)
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_disconnect, KVERBS_NS);
 
 /**
+ * kverbs_ep_probe - make sure the peer is still there
+ * @ep: endpoint
+ *
+ * A peer that dies between acknowledging a request and answering it
+ * leaves nothing outstanding on our send queue, so RC never retries and
+ * the death goes unnoticed while the caller waits for the answer.  This
+ * posts a zero-length RDMA WRITE, which needs nothing at the peer but its
+ * acknowledgment: if none comes, RC's retries fail it (KVERBS_RETRY + 1
+ * transmissions an ack timeout apart, about 4 s at the defaults) and the
+ * endpoint fails as for any failed operation (->disconnected follows).
+ * At most one probe is posted at a time; it uses an operation slot, and
+ * debugfs counts it with the endpoint's nudges.  Call it from a wait that
+ * has lasted longer than the peer should take, as a keepalive.  IB and
+ * RoCE only: on iWARP the WRITE completes once TCP has sent it, so a dead
+ * peer is found by TCP's own timeouts instead (minutes by default).
+ *
+ * Context: process or softirq; not from the endpoint's send-queue
+ * callbacks.  @ep must be valid (as for kverbs_ep_disconnect()).
+ * Return: 0 (posted), -EBUSY (a probe is in flight already), -EAGAIN (no
+ * free operation slot: the operations in flight probe the peer already),
+ * -ENOTCONN or the endpoint's error, or the provider's post error.
+ */
+int kverbs_ep_probe(struct kverbs_ep *ep)
+{
+	return kverbs_sq_nudge(ep);
+}
+EXPORT_SYMBOL_NS_GPL(kverbs_ep_probe, KVERBS_NS);
+
+/**
  * kverbs_ep_max_send - largest message payload the peer accepts
  * @ep: endpoint
  *

@@ -585,7 +585,9 @@ static void kverbs_sq_nudge_done(void *ctx, int status)
  * operation slot like any other request (``writes`` in debugfs counts it
  * too); with none free, the 10 s bound of kverbs_grant_post_all() ends a
  * lost invalidation.  A deferred handler's call does not mark @ep as
- * starved (kverbs_op_take()): its handler asked for nothing.
+ * starved (kverbs_op_take()): its handler asked for nothing.  The same
+ * write is a liveness probe (kverbs_ep_probe()): the peer must
+ * acknowledge it.
  *
  * Context: process or softirq; not under @ep->lock.
  * Return: 0 when posted, -EBUSY (one is posted already), -EAGAIN (no free

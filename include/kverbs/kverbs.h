@@ -170,6 +170,7 @@ struct kverbs_ep *kverbs_ep_connect(struct kverbs_domain *dom,
 				    unsigned int timeout_ms, void *priv);
 int kverbs_ep_close(struct kverbs_ep *ep);
 void kverbs_ep_disconnect(struct kverbs_ep *ep);
+int kverbs_ep_probe(struct kverbs_ep *ep);
 
 u32 kverbs_ep_peer_node(const struct kverbs_ep *ep);
 void kverbs_ep_peer_addr(const struct kverbs_ep *ep,

@@ -19,6 +19,12 @@
 #define KFC_MAGIC		0x4b464331	/* "KFC1" */
 /* Attributes younger than this are trusted by a path walk (not by open). */
 #define KFC_ATTR_TIMEOUT	HZ
+/*
+ * A request unanswered this long probes the connection (kverbs_ep_probe()):
+ * a live server answers a READ within milliseconds; a dead one is then
+ * found after RC's retries, about 4 s, not after the mount's timeout.
+ */
+#define KFC_PROBE_MS		1000
 
 /*
  * One mount: its own domain and one endpoint to the server.  @calls:

@@ -170,7 +170,8 @@ int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
  * @killable: a fatal signal ends the wait
  *
  * Bounded by the mount's timeout, and with @killable by a fatal signal
- * too.  A request given up on leaves a tombstone under its tag until its
+ * too; a server gone meanwhile is found by a probe (kverbs_ep_probe())
+ * each KFC_PROBE_MS.  A request given up on leaves a tombstone under its tag until its
  * answer comes (dropped then) or the connection goes, so the tag is not
  * reused meanwhile.  A READ waits unkillably: giving it up revokes the
  * grant under the server's write, which costs the connection.
@@ -181,11 +182,29 @@ int kfc_call_start(struct kfc_sb *s, struct kfc_call *call, u8 op,
  */
 int kfc_call_wait(struct kfc_sb *s, struct kfc_call *call, bool killable)
 {
-	unsigned long t = msecs_to_jiffies(s->timeout_ms);
+	unsigned long end = jiffies + msecs_to_jiffies(s->timeout_ms);
 	long left;
 
-	left = killable ? wait_for_completion_killable_timeout(&call->done, t) :
-	       (long)wait_for_completion_timeout(&call->done, t);
+	/*
+	 * Each KFC_PROBE_MS without the answer, probe the connection: a
+	 * server that died after acknowledging the request leaves nothing
+	 * for RC to retry, so without a probe only the timeout would end
+	 * the wait.  The probe's retries fail the endpoint in about 4 s,
+	 * and the disconnect fails every call.
+	 */
+	for (;;) {
+		long t = min_t(long, (long)(end - jiffies),
+			       msecs_to_jiffies(KFC_PROBE_MS));
+
+		if (t < 0)
+			t = 0;
+		left = killable ?
+		       wait_for_completion_killable_timeout(&call->done, t) :
+		       (long)wait_for_completion_timeout(&call->done, t);
+		if (left || time_after_eq(jiffies, end))
+			break;
+		kverbs_ep_probe(s->ep);
+	}
 	if (left <= 0) {
 		void *old = xa_cmpxchg_bh(&s->calls, call->tag, call,
 					  xa_mk_value(call->op), GFP_KERNEL);
