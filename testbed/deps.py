@@ -34,10 +34,13 @@ PACKAGES = [
     "criu",
     # the style suite and ./kvlab docs: Documentation/ rendered by Sphinx
     "python3-sphinx",
-    # the tools' manual pages (rst2man); their JSON output (status -j)
-    "python3-docutils", "nlohmann-json3-dev",
+    # the tools' manual pages (rst2man); their JSON output (status -j);
+    # --key-file (add_key)
+    "python3-docutils", "nlohmann-json3-dev", "libkeyutils-dev",
     # ./kvlab package and the package suite: debian/ built and checked
     "dpkg-dev", "debhelper", "dh-dkms", "lintian",
+    # ... and its systemd units checked (systemd-analyze verify)
+    "systemd",
     # meson finds it on PATH: a fresh clone (CI's) rebuilds the user space
     # from ~/.cache/ccache instead of compiling it again (about 3 minutes
     # of the core on 2 cores)

@@ -15,6 +15,11 @@ from . import dkms
 
 PACKAGES = ("kverbs-dkms", "kverbs-tools", "libkverbs-dev")
 TOOLS = ("kdsmctl", "kfcachectl", "kmigrate", "kvping")
+UNITS = ("lib/systemd/system/kfcache-server.service",
+         "lib/systemd/system/kmigrate.service")
+EXAMPLES = tuple(f"usr/share/doc/kverbs-tools/examples/{f}" for f in
+                 ("kfcache.conf", "kmigrate-serve.conf", "kmigrate.default",
+                  "modules-load.conf"))
 LIBS = ("libkdsm.a", "libkmigrate.a", "libkvgenl.a", "libkvwire.a")
 PKGCONFIG = ("kdsm.pc", "kmigrate.pc", "kvwire.pc")
 
@@ -108,9 +113,28 @@ def tools_problems(paths):
     comp = {p.rsplit("/", 1)[1] for p in paths
             if p.startswith("usr/share/bash-completion/completions/")}
     bad += [f"no bash completion for {t}" for t in TOOLS if t not in comp]
+    bad += [f"missing {w}" for w in UNITS + EXAMPLES if w not in paths]
     bad += [f"a test or benchmark program: {p}" for p in paths
             if "libexec" in p or re.search(r"/(kdsm|udsm|kvbench)-", p)]
     return bad
+
+
+def unit_problems(deb):
+    """systemd-analyze verify of @deb's units, as extracted.  The build
+    host lacks the package's own tools, so "Command /usr/bin/TOOL is not
+    executable" is no problem for a TOOL the package ships; anything else
+    is."""
+    require_tool("systemd-analyze", "systemd")
+    root = _extract(deb)
+    units = [str(root / u) for u in UNITS if (root / u).exists()]
+    if len(units) != len(UNITS):
+        return [f"{len(units)} of {len(UNITS)} units in the package"]
+    p = run(["systemd-analyze", "verify", "--man=no"] + units, check=False,
+            timeout=120)
+    mine = "|".join(TOOLS)
+    return [l for l in ((p.stdout or "") + (p.stderr or "")).splitlines() if l.strip() and
+            not re.search(rf"Command /usr/bin/({mine}) is not executable", l)
+            ]
 
 
 def dev_problems(paths):
@@ -157,7 +181,8 @@ def suite_package(res):
               "\n".join(lines) or "no tag")
     checks = (("kverbs-tools", tools_problems,
                "kverbs-tools: the four tools, their manual pages and bash "
-              "completions, a udev rule, no test program"),
+              "completions, a udev rule, the systemd units and example "
+              "configuration, no test program"),
               ("libkverbs-dev", dev_problems,
                "libkverbs-dev: static libraries, pkg-config files, headers"),
               ("kverbs-dkms", dkms_problems,
@@ -168,6 +193,9 @@ def suite_package(res):
         res.check(name, what, paths and not bad,
                   "\n".join(bad) + "\n--- contents\n" + "\n".join(paths))
     tools = debs["kverbs-tools"]
+    bad = unit_problems(tools)
+    res.check(name, "kverbs-tools' systemd units (kfcache-server, kmigrate) "
+              "pass systemd-analyze verify", not bad, "\n".join(bad))
     res.check(name, "kverbs-tools creates the kverbs group its udev rule "
               "names (postinst: addgroup --system) and depends on adduser",
               "adduser" in control(tools, "Depends") and

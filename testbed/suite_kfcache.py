@@ -248,6 +248,7 @@ def _keyed(res, suite, srv, cli):
               and "rc=2" in r.out and "exclude each other" in r.out and
               "rc=0" not in m.out and KFC_KEY in m.out and "insecure" in
               m.out, r.out + m.out)
+    _load(res, suite, srv, cli)
     for n in (srv, cli):
         n.run_checked(f"keyctl add logon {KFC_KEY} {KFC_SECRET} @u",
                       timeout=30)
@@ -294,6 +295,64 @@ def _keyed(res, suite, srv, cli):
               re.search(r"auth key \d+ auth_failures [12]\b", r0.out)
               is not None, r.out + r0.out)
     srv.run_checked(f"{CTL} stop && {CTL} unexport tree", timeout=60)
+
+
+CONF = "/tmp/kfcache.conf"
+
+
+def _load(res, suite, srv, cli):
+    """Issue 28, item 2: kfcachectl load FILE (what kfcache-server.service
+    runs), the key from a key-file: the server's keyrings hold no key.
+    A key-file others may read is refused; a bad line is refused by file
+    and line with nothing started; a good file starts the server and its
+    exports (a client list included) and a keyed client mounts and reads;
+    a second load while it runs is refused; a file whose export fails
+    leaves nothing started."""
+    cli.run_checked(f"keyctl add logon {KFC_KEY} {KFC_SECRET} @u",
+                    timeout=30)
+    conf = (f"# kfcache server\nlisten {srv.ip} port {KEYED_PORT}\n"
+            "key-file /tmp/srv.key\n"
+            f"export tree {TREE} client {cli.ip}/32\nexport sizes {TREE}/sizes\n")
+    r = srv.run(f"{CTL} export keep {TREE} && "
+                f"printf '%s' '{KFC_SECRET}' > /tmp/srv.key && chmod 644 "
+                f"/tmp/srv.key && printf '{conf}' > {CONF} && {CTL} load "
+                f"{CONF}; echo rc=$?; printf 'listen {srv.ip}\nexport t "
+                f"{TREE} client 10.0.0.1/40\n' > /tmp/bad.conf; {CTL} load "
+                f"/tmp/bad.conf; echo rc=$?; {CTL} status", timeout=60)
+    after = r.out.split("server stopped", 1)[-1]
+    res.check(suite, "kfcachectl load: a key-file group or others may read "
+              "is refused; a bad line is refused by file and line; nothing "
+              "starts and nothing changes (an export made before stays)",
+              r.out.count("rc=1") == 2 and "chmod 600" in r.out and
+              "/tmp/bad.conf:2: export t: client" in r.out and
+              "server stopped" in r.out and
+              re.findall(r"^export (\S+)", after, re.M) == ["keep"], r.out)
+    r = srv.run(f"chmod 600 /tmp/srv.key && keyctl show @u | grep -c logon;"
+                f" {CTL} load {CONF}; echo rc=$?; {CTL} status", timeout=60)
+    m = cli.run(f"mkdir -p /mnt/k && mount -t kfcache -o port={KEYED_PORT} "
+                f"{srv.ip}:/tree /mnt/k && md5sum /mnt/k/sizes/odd; "
+                "echo rc=$?; umount /mnt/k", timeout=120)
+    res.check(suite, "kfcachectl load with the key from a key-file (none in "
+              "the server's keyrings): the server listens with the file's "
+              "exports and client list only (the older export is gone), a "
+              "keyed client mounts and reads",
+              r.out.startswith("0") and "rc=0" in r.out and
+              f"on {srv.ip} port {KEYED_PORT}" in r.out and
+              f"export tree {TREE} clients {cli.ip}/32" in r.out and
+              f"export sizes {TREE}/sizes" in r.out and "rc=0" in m.out and
+              "export keep" not in r.out,
+              f"{r.out}\n{m.out}")
+    bad = (f"listen {srv.ip} port {KEYED_PORT}\nkey-file /tmp/srv.key\n"
+           f"export one {TREE}\nexport two /nonexistent\n")
+    r = srv.run(f"{CTL} load {CONF}; echo rc=$?; {CTL} stop && printf "
+                f"'{bad}' > /tmp/half.conf && {CTL} load /tmp/half.conf; "
+                f"echo rc=$?; {CTL} status", timeout=60)
+    res.check(suite, "kfcachectl load while the server runs is refused; a "
+              "file whose second export fails leaves nothing started (no "
+              "export, the server stopped)",
+              r.out.count("rc=1") == 2 and "stop first" in r.out and
+              "half.conf:4: export two" in r.out and
+              r.out.rstrip().endswith("server stopped"), r.out)
 
 
 def _md5_all(cli, mnt):
@@ -453,15 +512,23 @@ def _export_clients(res, suite, srv, cli):
 
 
 MANY = 500
+# 31 characters a name, the most there is room for: about 80 bytes an
+# export, so the dump takes two parts or more (about 32 KB each)
+MANY_PREFIX = "many-exports-of-a-large-tree"
+
+
+def _many_name(i):
+    return f"{MANY_PREFIX}{100 + i}"
 
 
 def _many_exports(res, suite, srv):
     """Issue 28: kfcachectl status lists MANY exports beside the suite's
-    (a dump, KFC_CMD_EXPORT_GET; one GET reply held a few dozen, then
-    "Message too long"), in the text and the JSON; they all unexport."""
-    m = srv.run(f"i=0; while [ $i -lt {MANY} ]; do {CTL} export many$i "
-                f"{TREE} || break; i=$((i + 1)); done; echo made=$i",
-                timeout=900)
+    (a dump, KFC_CMD_EXPORT_GET, in several parts; one GET reply held a
+    few dozen, then "Message too long"), in the text and the JSON; they
+    all unexport."""
+    m = srv.run(f"i=100; while [ $i -lt {100 + MANY} ]; do {CTL} export "
+                f"{MANY_PREFIX}$i {TREE} || break; i=$((i + 1)); done; "
+                "echo made=$((i - 100))", timeout=900)
     t = srv.run(f"{CTL} status | grep -c '^export many'; "
                 f"{CTL} status -j > /tmp/many.json; echo rc=$?", timeout=120)
     j = srv.run("cat /tmp/many.json", timeout=120)
@@ -469,17 +536,18 @@ def _many_exports(res, suite, srv):
         names = [e["name"] for e in json.loads(j.out)["exports"]]
     except (ValueError, KeyError, TypeError) as e:
         names = [repr(e)]
-    want = [f"many{i}" for i in range(MANY)]
+    want = [_many_name(i) for i in range(MANY)]
     res.check(suite, f"kfcachectl status lists {MANY} exports (a netlink "
               "dump), in the text and the JSON, each once, in order",
               f"made={MANY}" in m.out and t.out.split()[:1] == [str(MANY)]
               and "rc=0" in t.out and
-              [n for n in names if n.startswith("many")] == want,
+              [n for n in names if n.startswith(MANY_PREFIX)] == want,
               f"{m.out}\n{t.out}\n{len(names)} names in the JSON: "
               f"{names[:5]} ... {names[-5:]}")
-    u = srv.run(f"i=0; while [ $i -lt {MANY} ]; do {CTL} unexport many$i "
-                f"|| break; i=$((i + 1)); done; echo gone=$i; {CTL} status "
-                "| grep -c '^export many'", timeout=900)
+    u = srv.run(f"i=100; while [ $i -lt {100 + MANY} ]; do {CTL} unexport "
+                f"{MANY_PREFIX}$i || break; i=$((i + 1)); done; "
+                f"echo gone=$((i - 100)); {CTL} status | grep -c '^export many'",
+                timeout=900)
     res.check(suite, f"... and the {MANY} unexport", f"gone={MANY}" in u.out
               and u.out.split()[-1:] == ["0"], u.out)
 

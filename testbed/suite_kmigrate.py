@@ -70,6 +70,17 @@ POLICY = "/tmp/kmigrate-serve.conf"
 KEY = "kverbs:kmigrate"
 SECRET = "kvlab-kmigrate-node-secret-01234"
 KEYED = ""
+# The destination (node 2) holds no key in its keyrings: its kmigrate
+# start reads the secret from this file (--key-file, as kmigrate.service
+# does), so every keyed migration into it checks that path.
+KEY_FILE = "/tmp/kmigrate.key"
+
+
+def _start(n):
+    """kmigrate start for node @n, keyed by default (node 2 from
+    KEY_FILE)."""
+    return (f"{CTL} start --addr {n.ip} --port {PORT} --node {n.index + 1}"
+            + (f" --key-file {KEY_FILE}" if n.index == 1 else f" {KEYED}"))
 
 
 def _setup(res, name, nodes, execs=(SUM, "/kvlab/bin/kmigrate-fd",
@@ -79,16 +90,25 @@ def _setup(res, name, nodes, execs=(SUM, "/kvlab/bin/kmigrate-fd",
     rules = "".join(f"accept {m.ip} user 0:0 exec {' '.join(execs)}\\n"
                     for m in nodes)
     for n in nodes:
+        key = (f"printf '%s' '{SECRET}' > {KEY_FILE} && chmod 600 {KEY_FILE}"
+               if n.index == 1 else f"keyctl add logon {KEY} {SECRET} @u")
         r = n.run(" && ".join(f"insmod /kvlab/modules/{m}" for m in MODS) +
-                  f" && keyctl add logon {KEY} {SECRET} @u"
-                  f" && {CTL} start --addr {n.ip} --port {PORT}"
-                  f" --node {n.index + 1} {KEYED} && mkdir -p {LOGS} && "
+                  f" && {key} && {_start(n)} && mkdir -p {LOGS} && "
                   f"printf '{rules}' > {POLICY} && "
                   f"({CTL} serve --policy {POLICY} --log-dir {LOGS} "
                   "--allow-root > /tmp/serve.out 2>&1 &)",
                   timeout=120)
-        res.check(name, f"{n.name}: kmigrate loads and listens, the "
+        res.check(name, f"{n.name}: kmigrate loads and listens (keyed, "
+                  f"{'--key-file' if n.index == 1 else 'keyctl'}), the "
                   "spawner runs", r.rc == 0, r.out)
+    r = nodes[1].run("keyctl show @u | grep -c logon; chmod 644 "
+                     f"{KEY_FILE}; {CTL} stop; {_start(nodes[1])}; echo "
+                     f"rc=$?; chmod 600 {KEY_FILE}; {_start(nodes[1])}",
+                     timeout=120)
+    res.check(name, f"{nodes[1].name} holds no key in its keyrings; a "
+              "key-file others may read is refused", r.out.startswith("0")
+              and "rc=1" in r.out and "chmod 600" in r.out and r.rc == 0,
+              r.out)
 
 
 def _status(node):
@@ -307,8 +327,7 @@ def _keyless(res, name, a, b):
               "start " + SUM not in blog, f"source:\n{r.out}\n"
               f"destination:\n{blog}")
     _idle_source(res, name, a, b)
-    b.run_checked(f"{CTL} stop && {CTL} start --addr {b.ip} --port {PORT} "
-                  f"--node 2 {KEYED}", timeout=120)
+    b.run_checked(f"{CTL} stop && {_start(b)}", timeout=120)
     _idle_source_keyed(res, name, a, b)
 
 
@@ -378,7 +397,7 @@ def _dest_failures(res, name, a, b):
     blog = _wait_log(b, r"signal 7|exited", 60)
     res.check(name, "... while the destination's process got SIGBUS",
               "signal 7" in blog, blog)
-    r = b.run(f"{CTL} start --addr {b.ip} --port {PORT} --node 2 {KEYED}",
+    r = b.run(_start(b),
               timeout=60)
     res.check(name, "the destination starts again", r.rc == 0, r.out)
 
@@ -463,7 +482,7 @@ def _source_failures(res, name, c, a, b, kill):
     res.check(name, "the source's kmigrate stopped: the destination's "
               "process gets SIGBUS on an unfetched page",
               "signal 7" in blog, f"{log}\n{blog}")
-    r = a.run(f"{CTL} start --addr {a.ip} --port {PORT} --node 1 {KEYED}",
+    r = a.run(_start(a),
               timeout=60)
     res.check(name, "the source starts again", r.rc == 0, r.out)
 

@@ -102,7 +102,8 @@ def _default_install(res, bdir):
              not re.search(r"/(include/(kverbs|kvwire|kvgenl|kdsm|kmigrate)/"
                            r"[\w.-]+\.hp?p?|lib/[\w-]+/(lib\w+\.a|pkgconfig/"
                            r"\w+\.pc)|share/man/man[18]/\w+\.[18]|"
-                           r"share/bash-completion/completions/\w+)$",
+                           r"share/bash-completion/completions/\w+|"
+                           r"lib/systemd/system/[\w-]+\.service)$",
                            "/" + str(f))]
     pages = {f.name for f in files if f.parent.parent.name == "man"}
     comp = {f.name for f in files if f.parent.name == "completions"}

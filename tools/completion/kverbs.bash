@@ -71,6 +71,8 @@ _kverbs_complete()
         COMPREPLY=($(compgen -W "$(_kverbs_words "$tool" "$sub")" -- "$cur"))
     elif [ "${tool##*/}" = kfcachectl ] && [ "$sub" = export ] && [ "$COMP_CWORD" -eq 3 ]; then
         COMPREPLY=($(compgen -d -- "$cur"))
+    elif [ "${tool##*/}" = kfcachectl ] && [ "$sub" = load ]; then
+        COMPREPLY=($(compgen -f -- "$cur"))
     elif [ "${tool##*/}" = kmigrate ] && [ "$sub" = run ]; then
         COMPREPLY=($(compgen -c -- "$cur"))
     fi

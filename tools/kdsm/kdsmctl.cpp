@@ -5,7 +5,7 @@
 //   kdsmctl create --node N --pages P --peer 1=ADDR --peer 2=ADDR ...
 //                  [--block] [--port PORT] [--join-ms MS] [--fetch-read]
 //                  [--defer-to highpri|normal|fifo] [--mode K|T|S] [--weak]
-//                  [--key kverbs:NAME | --insecure] [--wait]
+//                  [--key kverbs:NAME] [--key-file F | --insecure] [--wait]
 //   kdsmctl status [-s|--stats] [-j|--json]
 //   kdsmctl delete
 #include <kdsm/kdsm.hpp>
@@ -17,6 +17,7 @@
 #include <string>
 
 #include <kvcli/json.hpp>
+#include <kvcli/key.hpp>
 #include <kvcli/kvcli.hpp>
 
 namespace {
@@ -25,10 +26,13 @@ constexpr const char *usage_text =
     "usage: kdsmctl create --node N --pages P --peer ID=ADDR... [--block]\n"
     "                      [--port PORT] [--join-ms MS] [--fetch-read] [--weak]\n"
     "                      [--defer-to highpri|normal|fifo] [--mode K|T|S]\n"
-    "                      [--key kverbs:NAME | --insecure] [--wait]\n"
+    "                      [--key kverbs:NAME] [--key-file FILE | --insecure]\n"
+    "                      [--wait]\n"
     "  --key: a logon key in your keyrings, the same secret on every node\n"
     "         (keyctl add logon kverbs:NAME SECRET @u): members prove it;\n"
     "         default " KDSM_DEFAULT_KEY "\n"
+    "  --key-file: the key's secret from FILE (mode 0600, 16 to 64 bytes), loaded\n"
+    "         into this process's keyring, as a service needs\n"
     "  --insecure: no authentication: any host that can use a member's\n"
     "         listed address may join\n"
     "       kdsmctl status [-s|--stats] [-j|--json]\n"
@@ -51,6 +55,7 @@ int create(int argc, char **argv)
 {
     kdsm::config c;
     bool wait = false, insecure = false;
+    std::string key_file;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
         auto next = [&]() -> const char * {
@@ -103,6 +108,8 @@ int create(int argc, char **argv)
             c.key = next();
             if (c.key.empty() || c.key.size() > KDSM_KEY_DESC_MAX)
                 usage("--key: 1 to " + std::to_string(KDSM_KEY_DESC_MAX) + " characters");
+        } else if (a == "--key-file") {
+            key_file = next();
         } else if (a == "--insecure") {
             insecure = true;
         } else if (a == "--wait") {
@@ -113,12 +120,20 @@ int create(int argc, char **argv)
     }
     const std::string given = c.key;
     c.key = kvcli::key_choice("kdsmctl", usage_text, c.key, insecure, KDSM_DEFAULT_KEY);
+    if (insecure && !key_file.empty())
+        usage("--key-file and --insecure exclude each other");
+    if (!key_file.empty())
+        if (const std::string why = kvcli::load_key_file(c.key, key_file); !why.empty()) {
+            std::fprintf(stderr, "kdsmctl: create: %s\n", why.c_str());
+            return kvcli::exit_failure;
+        }
     kdsm::control ctl;
     try {
         ctl.create(c);
     } catch (const kdsm::error &e) {
         std::fprintf(stderr, "kdsmctl: %s\n", e.what());
-        kvcli::key_hint("kdsmctl", given, KDSM_DEFAULT_KEY, e.what());
+        if (key_file.empty())
+            kvcli::key_hint("kdsmctl", given, KDSM_DEFAULT_KEY, e.what());
         return kvcli::exit_failure;
     }
     if (wait) {

@@ -3,7 +3,8 @@
 // kfcachectl: the operator's tool for the kfcache server (generic netlink
 // family "kfcache_srv").  Changes need CAP_NET_ADMIN.
 //
-//   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]
+//   kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME] [--key-file F | --insecure]
+//   kfcachectl load FILE
 //   kfcachectl export NAME PATH [--client ADDR[/LEN]]...
 //   kfcachectl unexport NAME
 //   kfcachectl status [-s|--stats] [-j|--json]
@@ -12,7 +13,10 @@
 // Clients then mount:  mount -t kfcache ADDRESS:/NAME DIR [-o port=PORT]
 // (every client proves the server's key: kverbs:kfcache unless -o key=
 // names another; a server started --insecure takes mounts -o insecure)
+#include "config.hpp"
+
 #include <kvcli/json.hpp>
+#include <kvcli/key.hpp>
 #include <kvcli/kvcli.hpp>
 #include <kvgenl/kvgenl.hpp>
 #include <kverbs/kfcache.h>
@@ -24,7 +28,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <tuple>
@@ -33,8 +40,12 @@
 
 namespace {
 
+#define KFC_CONFIG "/etc/kverbs/kfcache.conf"
+
 constexpr const char *usage_text =
-    "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME | --insecure]\n"
+    "usage: kfcachectl start ADDRESS [--port PORT] [--key kverbs:NAME]\n"
+    "                        [--key-file FILE | --insecure]\n"
+    "       kfcachectl load [FILE]\n"
     "       kfcachectl export NAME PATH [--client ADDR[/LEN]]...\n"
     "       kfcachectl unexport NAME\n"
     "       kfcachectl status [-s|--stats] [-j|--json]\n"
@@ -42,7 +53,11 @@ constexpr const char *usage_text =
     "       kfcachectl -h|--help | -V|--version\n"
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u)\n"
     "         that every client proves (mount -o key=...); default " KFC_DEFAULT_KEY "\n"
+    "  --key-file: the key's secret from FILE (mode 0600, 16 to 64 bytes), loaded\n"
+    "         into this process's keyring, as a service needs\n"
     "  --insecure: no authentication: any host may mount (mount -o insecure)\n"
+    "  load: start and export as FILE says (default " KFC_CONFIG "; see\n"
+    "         kfcachectl(8)); nothing stays started if a step fails\n"
     "  --client: only hosts of this address prefix may mount the export (up to 16;\n"
     "         none: every client that proves the server's key)\n"
     "  --json: one JSON object, counters included\n"
@@ -64,42 +79,6 @@ const char *const stat_names[KFC_S_MAX + 1] = {
     nullptr, "clients", "requests", "reads", "pages", "softirq", "deferred",
     "malformed", "errors", "handles", "unmounted", "refused",
 };
-
-// ADDR[/LEN] as an export's client prefix, or a usage error.
-kfc_client parse_client(const std::string &s)
-{
-    kfc_client c{};
-    const auto slash = s.find('/');
-    const std::string host = s.substr(0, slash);
-    unsigned long max = 0;
-    if (inet_pton(AF_INET, host.c_str(), c.addr) == 1) {
-        c.family = AF_INET;
-        max = 32;
-    } else if (inet_pton(AF_INET6, host.c_str(), c.addr) == 1) {
-        c.family = AF_INET6;
-        max = 128;
-    } else {
-        usage("--client: '" + s + "' is not ADDR[/LEN] with an IPv4 or IPv6 address");
-    }
-    const std::string len = slash == std::string::npos ? "" : s.substr(slash + 1);
-    if (slash != std::string::npos &&
-        (len.empty() || len.size() > 3 || len.find_first_not_of("0123456789") != std::string::npos))
-        usage("--client: '" + s + "': LEN is a decimal prefix length");
-    if (c.family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(reinterpret_cast<const in6_addr *>(c.addr)))
-        usage("--client: '" + s + "': name IPv4 clients as IPv4");
-    c.prefix_len = static_cast<std::uint8_t>(
-        slash == std::string::npos
-            ? max
-            : kvcli::number("kfcachectl", usage_text, "--client LEN", s.substr(slash + 1).c_str(), 0, max));
-    return c;
-}
-
-std::string client_str(const kfc_client &c)
-{
-    char buf[INET6_ADDRSTRLEN] = "?";
-    inet_ntop(c.family, c.addr, buf, sizeof(buf));
-    return std::string(buf) + "/" + std::to_string(c.prefix_len);
-}
 
 // A socket address attribute as (address, port).
 std::pair<std::string, std::uint16_t> addr_port(const std::uint8_t *p, std::size_t len)
@@ -178,7 +157,7 @@ export_info parse_export(const std::uint8_t *p, std::size_t len)
              off += sizeof(kfc_client)) {
             kfc_client cl;
             std::memcpy(&cl, it->second.first + off, sizeof(cl));
-            x.clients.push_back(client_str(cl));
+            x.clients.push_back(kfcache::client_str(cl));
         }
     return x;
 }
@@ -265,6 +244,105 @@ int status(int argc, char **argv)
     return 0;
 }
 
+// What START sends: the address and the key's description, the key
+// loaded from the key-file if one is given.  Exits on a bad address or
+// key-file, before anything changed.
+struct start_args {
+    std::vector<std::uint8_t> addr;
+    std::string key;
+};
+
+start_args prepare_start(const kfcache::server_config &cfg)
+{
+    start_args a{kvgenl::sockaddr_bytes(cfg.addr, cfg.port), {}};
+    if (a.addr.empty())
+        fail(EINVAL, "start", "not an IP address: " + cfg.addr);
+    a.key = kvcli::key_choice("kfcachectl", usage_text, cfg.key, cfg.insecure, KFC_DEFAULT_KEY);
+    if (!cfg.key_file.empty())
+        if (const std::string why = kvcli::load_key_file(a.key, cfg.key_file); !why.empty())
+            fail(ENOKEY, "start", why);
+    return a;
+}
+
+// START: 0, or 1 with the reason printed.
+int start(const kfcache::server_config &cfg, const start_args &a)
+{
+    ctl c;
+    auto m = c.msg(KFC_CMD_START);
+    m.put(KFC_A_ADDR, a.addr.data(), a.addr.size());
+    if (!a.key.empty())
+        m.put_str(KFC_A_KEY, a.key);
+    if (const int err = c.try_run(m)) {
+        const std::string ack = c.ack();
+        std::fprintf(stderr, "kfcachectl: start: %s%s%s\n", std::strerror(err),
+                     ack.empty() ? "" : ": ", ack.c_str());
+        if (cfg.key_file.empty())
+            kvcli::key_hint("kfcachectl", cfg.key, KFC_DEFAULT_KEY, ack);
+        return kvcli::exit_failure;
+    }
+    return 0;
+}
+
+// EXPORT @e: 0 or the kernel's errno (c.ack() says why).
+int add_export(ctl &c, const kfcache::export_entry &e)
+{
+    auto m = c.msg(KFC_CMD_EXPORT);
+    m.put_str(KFC_A_NAME, e.name);
+    m.put_str(KFC_A_PATH, e.path);
+    if (!e.clients.empty())
+        m.put(KFC_A_CLIENTS, e.clients.data(), e.clients.size() * sizeof(kfc_client));
+    return c.try_run(m);
+}
+
+// load FILE: the server as the file says.  Refused while the server
+// runs, or (before anything changes) for a bad address or key-file;
+// exports left from before are removed (the file is the whole list), then
+// START and every EXPORT, all or nothing: after a failed export, the ones
+// made are removed and the server stopped again.
+int load(const std::string &file)
+{
+    std::ifstream f(file);
+    if (!f)
+        fail(errno ? errno : ENOENT, "load", file);
+    std::stringstream text;
+    text << f.rdbuf();
+    kfcache::server_config cfg;
+    try {
+        cfg = kfcache::parse_config(text.str(), file);
+    } catch (const std::runtime_error &x) {
+        std::fprintf(stderr, "kfcachectl: %s\n", x.what());
+        return kvcli::exit_failure;
+    }
+    const server_status now = get_status();
+    if (now.running)
+        fail(EBUSY, "load", "the server is running (kfcachectl stop first)");
+    const start_args args = prepare_start(cfg);  // nothing changed if it fails
+    ctl c;
+    const auto unexport = [&c](const std::string &name) {
+        auto m = c.msg(KFC_CMD_UNEXPORT);
+        m.put_str(KFC_A_NAME, name);
+        return c.try_run(m);
+    };
+    for (const auto &x : now.exports)
+        if (const int err = unexport(x.name))
+            fail(err, "load: removing the old export " + x.name, c.ack());
+    if (const int ret = start(cfg, args))
+        return ret;
+    for (std::size_t i = 0; i < cfg.exports.size(); ++i) {
+        const auto &e = cfg.exports[i];
+        if (const int err = add_export(c, e)) {
+            const std::string ack = c.ack();
+            for (std::size_t j = 0; j < i; ++j)
+                unexport(cfg.exports[j].name);
+            auto stop = c.msg(KFC_CMD_STOP);
+            c.try_run(stop);
+            fail(err, file + ":" + std::to_string(e.line) + ": export " + e.name,
+                 ack + (ack.empty() ? "" : "; ") + "nothing stays started");
+        }
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -276,63 +354,53 @@ try {
     if (cmd == "start") {
         if (argc < 3)
             usage();
-        unsigned long port = KFC_DEFAULT_PORT;
-        std::string key;
-        bool insecure = false;
+        kfcache::server_config cfg;
+        cfg.addr = argv[2];
         for (int i = 3; i < argc; i += 2) {
             const std::string opt = argv[i];
             if (opt == "--insecure") {
-                insecure = true;
+                cfg.insecure = true;
                 --i;
                 continue;
             }
             if (i + 1 >= argc)
                 usage(opt + " needs a value");
             if (opt == "--port")
-                port = kvcli::number("kfcachectl", usage_text, "--port", argv[i + 1], 1, 65535);
+                cfg.port = static_cast<std::uint16_t>(
+                    kvcli::number("kfcachectl", usage_text, "--port", argv[i + 1], 1, 65535));
             else if (opt == "--key" && *argv[i + 1] &&
                      std::strlen(argv[i + 1]) <= KFC_KEY_DESC_MAX)
-                key = argv[i + 1];
+                cfg.key = argv[i + 1];
+            else if (opt == "--key-file")
+                cfg.key_file = argv[i + 1];
             else
                 usage(opt == "--key" ? "--key: 1 to 255 characters" : "unknown option " + opt);
         }
-        const auto sa = kvgenl::sockaddr_bytes(argv[2], static_cast<std::uint16_t>(port));
-        if (sa.empty())
-            fail(EINVAL, "start", std::string("not an IP address: ") + argv[2]);
-        const std::string use = kvcli::key_choice("kfcachectl", usage_text, key, insecure,
-                                                  KFC_DEFAULT_KEY);
-        ctl c;
-        auto m = c.msg(KFC_CMD_START);
-        m.put(KFC_A_ADDR, sa.data(), sa.size());
-        if (!use.empty())
-            m.put_str(KFC_A_KEY, use);
-        if (const int err = c.try_run(m)) {
-            const std::string ack = c.ack();
-            std::fprintf(stderr, "kfcachectl: start: %s%s%s\n", std::strerror(err),
-                         ack.empty() ? "" : ": ", ack.c_str());
-            kvcli::key_hint("kfcachectl", key, KFC_DEFAULT_KEY, ack);
-            return kvcli::exit_failure;
-        }
+        if (cfg.insecure && !cfg.key_file.empty())
+            usage("--key-file and --insecure exclude each other");
+        return start(cfg, prepare_start(cfg));
+    } else if (cmd == "load" && argc <= 3) {
+        return load(argc == 3 ? argv[2] : KFC_CONFIG);
     } else if (cmd == "stop" && argc == 2) {
         ctl c;
         auto m = c.msg(KFC_CMD_STOP);
         c.run(m, "stop");
     } else if (cmd == "export" && argc >= 4) {
-        std::vector<kfc_client> clients;
+        kfcache::export_entry e{argv[2], argv[3], {}, 0};
         for (int i = 4; i < argc; i += 2) {
             if (std::string(argv[i]) != "--client" || i + 1 >= argc)
                 usage(std::string("export: unknown option or missing value: ") + argv[i]);
-            if (clients.size() == KFC_CLIENTS_MAX)
+            if (e.clients.size() == KFC_CLIENTS_MAX)
                 usage("--client: at most " + std::to_string(KFC_CLIENTS_MAX) + " per export");
-            clients.push_back(parse_client(argv[i + 1]));
+            try {
+                e.clients.push_back(kfcache::parse_client(argv[i + 1]));
+            } catch (const std::invalid_argument &x) {
+                usage(std::string("--client: ") + x.what());
+            }
         }
         ctl c;
-        auto m = c.msg(KFC_CMD_EXPORT);
-        m.put_str(KFC_A_NAME, argv[2]);
-        m.put_str(KFC_A_PATH, argv[3]);
-        if (!clients.empty())
-            m.put(KFC_A_CLIENTS, clients.data(), clients.size() * sizeof(kfc_client));
-        c.run(m, "export");
+        if (const int err = add_export(c, e))
+            fail(err, "export", c.ack());
     } else if (cmd == "unexport" && argc == 3) {
         ctl c;
         auto m = c.msg(KFC_CMD_UNEXPORT);

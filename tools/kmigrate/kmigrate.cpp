@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <kvcli/json.hpp>
+#include <kvcli/key.hpp>
 #include <kvcli/kvcli.hpp>
 
 #include <signal.h>
@@ -54,7 +55,7 @@ using kmigrate::detail::format_sockaddr;
 
 constexpr const char *usage_text =
     "usage: kmigrate start [--addr ADDR] [--port PORT] [--node N]\n"
-    "                      [--key kverbs:NAME | --insecure]\n"
+    "                      [--key kverbs:NAME] [--key-file FILE | --insecure]\n"
     "       kmigrate stop\n"
     "       kmigrate status [-j|--json]\n"
     "       kmigrate move PID ADDR[:PORT] [--precopy] [--no-prefetch]\n"
@@ -64,6 +65,8 @@ constexpr const char *usage_text =
     "  --key: a logon key in your keyrings (keyctl add logon kverbs:NAME SECRET @u),\n"
     "         the same secret on every node: peers prove it both ways;\n"
     "         default " KMIGRATE_DEFAULT_KEY "\n"
+    "  --key-file: the key's secret from FILE (mode 0600, 16 to 64 bytes), loaded\n"
+    "         into this process's keyring, as a service needs\n"
     "  --insecure: no authentication: the policy's addresses are all that\n"
     "         stands between any host and serve's programs\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
@@ -124,7 +127,7 @@ int start(int argc, char **argv)
 {
     std::string addr = "0.0.0.0";
     unsigned long port = KMIGRATE_DEFAULT_PORT, node = 0;
-    std::string key;
+    std::string key, key_file;
     bool insecure = false;
     for (int i = 2; i < argc; i++) {
         const std::string a = argv[i];
@@ -144,11 +147,15 @@ int start(int argc, char **argv)
             key = argv[++i];
             if (key.empty() || key.size() > KMIGRATE_KEY_DESC_MAX)
                 usage("--key: 1 to " + std::to_string(KMIGRATE_KEY_DESC_MAX) + " characters");
-        } else
-            usage();
+        } else if (a == "--key-file")
+            key_file = argv[++i];
+        else
+            usage("unknown option " + a);
     }
     if (!port)
-        usage();
+        usage("--port: 1 to 65535");
+    if (insecure && !key_file.empty())
+        usage("--key-file and --insecure exclude each other");
     const auto sa = kvgenl::sockaddr_bytes(addr, static_cast<std::uint16_t>(port));
     if (sa.empty())
         fail(EINVAL, "start", "not an IP address: " + addr);
@@ -159,13 +166,17 @@ int start(int argc, char **argv)
         m.put<std::uint32_t>(KMIGRATE_A_NODE, static_cast<std::uint32_t>(node));
     const std::string use = kvcli::key_choice("kmigrate", usage_text, key, insecure,
                                               KMIGRATE_DEFAULT_KEY);
+    if (!key_file.empty())
+        if (const std::string why = kvcli::load_key_file(use, key_file); !why.empty())
+            fail(ENOKEY, "start", why);
     if (!use.empty())
         m.put_str(KMIGRATE_A_KEY, use);
     if (const int err = c.try_run(m)) {
         const std::string ack = c.ack().empty() && err == EPERM ? "needs CAP_SYS_ADMIN" : c.ack();
         std::fprintf(stderr, "kmigrate: start: %s%s%s\n", std::strerror(err),
                      ack.empty() ? "" : ": ", ack.c_str());
-        kvcli::key_hint("kmigrate", key, KMIGRATE_DEFAULT_KEY, ack);
+        if (key_file.empty())
+            kvcli::key_hint("kmigrate", key, KMIGRATE_DEFAULT_KEY, ack);
         return kvcli::exit_failure;
     }
     return 0;

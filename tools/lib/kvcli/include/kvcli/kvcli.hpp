@@ -114,8 +114,9 @@ inline void key_hint(const char *tool, const std::string &given, const char *def
         return;
     std::fprintf(stderr,
                  "%s: peers are authenticated by default with the logon key %s: add it on\n"
-                 "every node (keyctl add logon %s SECRET @u, 16 to 64 bytes), name another\n"
-                 "with --key, or run without authentication with --insecure\n",
+                 "every node (keyctl add logon %s SECRET @u, 16 to 64 bytes) or give its\n"
+                 "secret with --key-file FILE, name another with --key, or run without\n"
+                 "authentication with --insecure\n",
                  tool, default_key, default_key);
 }
 
