@@ -39,8 +39,9 @@ PACKAGES = [
     "python3-docutils", "nlohmann-json3-dev", "libkeyutils-dev",
     # ./kvlab package and the package suite: debian/ built and checked
     "dpkg-dev", "debhelper", "dh-dkms", "lintian",
-    # ... and its systemd units checked (systemd-analyze verify)
-    "systemd",
+    # ... its systemd units checked (systemd-analyze verify), and the
+    # packages installed in a clean chroot (testbed/package_install.py)
+    "systemd", "mmdebstrap",
     # meson finds it on PATH: a fresh clone (CI's) rebuilds the user space
     # from ~/.cache/ccache instead of compiling it again (about 3 minutes
     # of the core on 2 cores)

@@ -165,7 +165,9 @@ def dkms_problems(paths):
 
 
 def suite_package(res):
-    """Build the packages from the tracked files; lintian; contents."""
+    """Build the packages from the tracked files; lintian; contents; then
+    install them in a clean chroot and run a sample from them
+    (testbed/package_install.py)."""
     name = "package"
     try:
         debs, changes, _ = build()
@@ -209,6 +211,13 @@ def suite_package(res):
               conf.exists() and
               conf.read_bytes() == (REPO / "dkms.conf").read_bytes(),
               control(debs["kverbs-dkms"], "Depends"))
+    from . import kernels, package_install
+    try:
+        kernel = kernels.resolve("6.1")
+    except HarnessError as e:
+        res.add(name, "the guests' kernel (6.1)", False, e)
+        return
+    package_install.install_checks(res, name, debs, kernel)
 
 
 def _extract(deb):
