@@ -99,7 +99,7 @@ def cmd_setup(args):
 
 def cmd_build(args):
     from . import deps, kbuild
-    deps.ensure()
+    deps.ensure(need=deps.NEEDS["build"])
     for k in _kernels(args.kernel):
         with Phase(f"build {k.abi}"):
             mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi)
@@ -226,7 +226,7 @@ def cmd_docs(args):
     """Render Documentation/ (API reference included) to build/docs/html."""
     from . import deps, docs
     with Phase("setup"):
-        deps.ensure()
+        deps.ensure(need=deps.NEEDS["docs"])
     (k,) = _kernels(["6.12"])
     with Phase("sphinx-build"):
         ok, out, html = docs.build_html(k)
@@ -243,7 +243,7 @@ def cmd_package(args):
     """Build the Debian packages (debian/) into build/package; lintian."""
     from . import deps, package
     with Phase("setup"):
-        deps.ensure()
+        deps.ensure(need=deps.NEEDS["package"])
     with Phase("dpkg-buildpackage"):
         debs, changes, _ = package.build()
     with Phase("lintian"):
@@ -262,7 +262,7 @@ def cmd_demo(args):
     from . import deps, suite_kdsm
     from .cluster import Cluster
     with Phase("setup"):
-        deps.ensure()
+        deps.ensure(need=deps.NEEDS["demo"])
     (k,) = _kernels([args.kernel])
     workdir = build_dir() / "demo"
     if workdir.exists():

@@ -10,43 +10,58 @@ from pathlib import Path
 
 from .common import HarnessError, log, run
 
-# Every package a require_tool(tool, package) call in testbed/ names is
-# here, so `./kvlab setup` (and `./kvlab test`) installs it and no tool is
-# assumed present (testbed/selftest/test_harness.py ToolsDeclared checks):
-# e.g. qemu-system-x86_64 <- qemu-system-x86, setpriv <- util-linux,
-# pgrep <- procps.
-PACKAGES = [
+# What building the tree and booting guests needs: every command.
+BASE = [
     "qemu-system-x86", "util-linux", "procps",
     "busybox-static", "cpio", "xz-utils", "zstd", "kmod",
-    "dkms", "vde2", "rdma-core", "rdmacm-utils", "ibverbs-utils",
-    "ibverbs-providers", "iproute2", "build-essential", "bc", "flex",
-    "bison", "libelf-dev", "libssl-dev", "dwarves", "rsync", "meson",
+    "vde2", "rdma-core", "rdmacm-utils", "ibverbs-utils",
+    "ibverbs-providers", "iproute2", "build-essential", "libelf-dev",
+    "libssl-dev", "dwarves", "rsync", "meson",
     "ninja-build", "pkg-config", "libgtest-dev", "libgmock-dev",
     "libbenchmark-dev", "libibverbs-dev", "librdmacm-dev", "python3",
-    "linux-source-6.1",
-    # the debug kernel on 6.12 source (bookworm-backports)
-    "linux-source-6.12",
     # keyctl in the guests: the pre-shared keys of authenticated domains
     "keyutils",
-    # testbed/fcache_env.py: guest disks, NFS server and client, fio
-    "e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase", "fio",
-    # bench migrate: CRIU, the user-level reference (copied into guests)
-    "criu",
-    # the style suite and ./kvlab docs: Documentation/ rendered by Sphinx
-    "python3-sphinx",
-    # the tools' manual pages (rst2man); their JSON output (status -j);
-    # --key-file (add_key)
-    "python3-docutils", "nlohmann-json3-dev", "libkeyutils-dev",
-    # ./kvlab package and the package suite: debian/ built and checked
-    "dpkg-dev", "debhelper", "dh-dkms", "lintian",
-    # ... its systemd units checked (systemd-analyze verify), and the
-    # packages installed in a clean chroot (testbed/package_install.py)
-    "systemd", "mmdebstrap",
+    # the tools' JSON output (status -j) and --key-file (add_key)
+    "nlohmann-json3-dev", "libkeyutils-dev",
     # meson finds it on PATH: a fresh clone (CI's) rebuilds the user space
     # from ~/.cache/ccache instead of compiling it again (about 3 minutes
     # of the core on 2 cores)
     "ccache",
 ]
+# The KUnit and debug kernels, built from Debian's sources (the debug
+# kernel on 6.12's, from bookworm-backports), and checkpatch.
+KERNEL_SOURCES = ["linux-source-6.1", "linux-source-6.12", "bc", "flex",
+                  "bison"]
+# The dkms suite's throw-away DKMS trees.
+DKMS = ["dkms"]
+# testbed/fcache_env.py: guest disks, NFS server and client, fio; CRIU,
+# the user-level reference of bench migrate (copied into guests).
+FCACHE_MIGRATE = ["e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase",
+                  "fio", "criu"]
+# The style suite and ./kvlab docs: Documentation/ rendered by Sphinx; the
+# tools' manual pages (rst2man).
+DOCS = ["python3-sphinx", "python3-docutils"]
+# ./kvlab package and the package suite: debian/ built and checked, its
+# systemd units verified (systemd-analyze), the packages installed in a
+# clean chroot (testbed/package_install.py).
+PACKAGING = ["dpkg-dev", "debhelper", "dh-dkms", "lintian", "systemd",
+             "mmdebstrap", "python3-docutils"]
+
+# What each command installs (issue 28, item 5: a demo installs no NFS
+# server); `setup`, `test` and `bench` take everything, PACKAGES.
+NEEDS = {
+    "build": BASE,
+    "demo": BASE,
+    "docs": BASE + DOCS + ["linux-source-6.1"],   # its Sphinx extension
+    "package": BASE + PACKAGING,
+}
+# Every package a require_tool(tool, package) call in testbed/ names is
+# here, so `./kvlab setup` (and `./kvlab test`) installs it and no tool is
+# assumed present (testbed/selftest/test_harness.py ToolsDeclared checks):
+# e.g. qemu-system-x86_64 <- qemu-system-x86, setpriv <- util-linux,
+# pgrep <- procps.
+PACKAGES = list(dict.fromkeys(BASE + KERNEL_SOURCES + DKMS + FCACHE_MIGRATE +
+                              DOCS + PACKAGING))
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")
 BACKPORTS_TEXT = """Types: deb
@@ -133,15 +148,16 @@ def check_host(os_release=None):
             "run it on a Debian 12 machine or container")
 
 
-def ensure(extra=()):
-    """Install whatever of PACKAGES + extra is missing (Debian 12 only)."""
+def ensure(extra=(), need=None):
+    """Install whatever of @need (default: PACKAGES, everything) and @extra
+    is missing (Debian 12 only)."""
     check_host()
-    want = PACKAGES + list(extra)
-    need = missing(want)
-    if not need and _has_backports():
+    want = list(PACKAGES if need is None else need) + list(extra)
+    lacking = missing(want)
+    if not lacking and _has_backports():
         return
     if os.geteuid() != 0:
-        what = (f"missing Debian packages: {' '.join(need)}" if need else
+        what = (f"missing Debian packages: {' '.join(lacking)}" if lacking else
                 "the apt source bookworm-backports (kernel 6.12) is missing")
         raise HarnessError(what, "run ./kvlab setup as root, or install "
                            "them with apt-get (6.12 also needs "
@@ -152,9 +168,9 @@ def ensure(extra=()):
         global _updated
         _updated = False
         apt_update()
-    if need:
+    if lacking:
         apt_update()
-        log(f"installing {' '.join(need)}")
+        log(f"installing {' '.join(lacking)}")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        run(["apt-get", "install", "-y", "--no-install-recommends"] + need,
+        run(["apt-get", "install", "-y", "--no-install-recommends"] + lacking,
             env=env, timeout=3000)

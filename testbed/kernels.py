@@ -80,7 +80,7 @@ def _image_package(series):
 def _ensure_headers(abi, version):
     """Host headers of exactly the image's package version."""
     pkg = f"linux-headers-{abi}"
-    deps.ensure([pkg])
+    deps.ensure([pkg], need=())
     have = deps.installed_version(pkg)
     if have != version:
         if os.geteuid() != 0:

@@ -292,6 +292,38 @@ class GuestProcesses(unittest.TestCase):
                 os.kill(child, signal.SIGKILL)
 
 
+class CommandNeeds(unittest.TestCase):
+    """Each command installs only what it needs (issue 28, item 5): the
+    demo no NFS server, CRIU, DKMS or kernel sources; ensure() asks apt
+    for the missing ones of the command's set alone."""
+
+    def test_demo_installs_little(self):
+        demo = set(deps.NEEDS["demo"])
+        for pkg in ("nfs-kernel-server", "criu", "dkms", "linux-source-6.1",
+                    "lintian", "python3-sphinx"):
+            self.assertNotIn(pkg, demo)
+        for cmd, need in deps.NEEDS.items():
+            self.assertLessEqual(set(need), set(deps.PACKAGES), cmd)
+
+    def test_ensure_installs_the_set_only(self):
+        calls = []
+
+        def fake_run(argv, **kw):
+            calls.append(argv)
+            return mock.Mock(returncode=0, stdout="", stderr="")
+        with mock.patch.object(deps, "check_host"), \
+                mock.patch.object(deps, "missing",
+                                  side_effect=lambda want: list(want)), \
+                mock.patch.object(deps, "_has_backports", return_value=True), \
+                mock.patch.object(deps, "apt_update"), \
+                mock.patch.object(deps, "run", side_effect=fake_run), \
+                mock.patch.object(deps.os, "geteuid", return_value=0):
+            deps.ensure(need=deps.NEEDS["demo"])
+        installed = [a for c in calls if c[:2] == ["apt-get", "install"]
+                     for a in c if not a.startswith("-")][2:]
+        self.assertEqual(installed, deps.NEEDS["demo"])
+
+
 class ToolsDeclared(unittest.TestCase):
     """Every tool the harness runs is found through require_tool, whose
     package `./kvlab setup` installs: none is assumed present."""
