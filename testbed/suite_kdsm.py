@@ -663,6 +663,51 @@ def weak_and_max_pages(res, suite, pair):
     leave(res, suite, pair, and_unload=False)
 
 
+def _monitor_start(pair):
+    """kdsmctl monitor on both nodes (text on the first, JSON on the
+    second), before the cluster forms."""
+    for n, opt in zip(pair, ("", " -j")):
+        # subscribed once it printed the state it starts from
+        n.run(f"({CTL} monitor{opt} > /tmp/monitor.out 2>&1 &); "
+              "for i in $(seq 50); do grep -q none /tmp/monitor.out && break; "
+              "sleep 0.1; done", timeout=30)
+
+
+def _monitor_check(res, suite, pair):
+    """Issue 28, item 3: the state notifications (KDSM_MCGRP_STATE) that
+    kdsmctl --wait now waits on: each node's monitor printed the state it
+    started from (none), was told the cluster was ready, then none after
+    the delete (a forming state may merge into the ready one); the JSON
+    lines parse; an unprivileged monitor is refused (the group needs
+    CAP_NET_ADMIN)."""
+    outs = [n.run("for i in $(seq 50); do grep -q 'none' /tmp/monitor.out && "
+                  "break; sleep 0.2; done; kill $(pidof kdsmctl) 2>/dev/null; "
+                  "cat /tmp/monitor.out", timeout=60).out for n in pair]
+    text = outs[0].splitlines()
+    try:
+        js = [json.loads(l) for l in outs[1].splitlines() if l.strip()]
+    except ValueError as e:
+        js = [{"error": repr(e)}]
+
+    def after(seq, first, then):
+        """@first in @seq, and @then somewhere after it."""
+        return first in seq and then in seq[seq.index(first) + 1:]
+    # each starts from none, is told ready, then none after the delete
+    ok = (text[:1] == ["state none"] and
+          after(text, "state ready node 1", "state none") and
+          js[:1] == [{"state": "none"}] and
+          after(js, {"state": "ready", "node": 2}, {"state": "none"}))
+    u = pair[0].run("/kvlab/bin/setpriv --reuid 65534 --regid 65534 "
+                    f"--clear-groups timeout 5 {CTL} monitor; echo rc=$?",
+                    timeout=30)
+    res.check(suite, "kdsmctl monitor: each node is told its state as it "
+              "changes (ready, then none after the delete; JSON lines with "
+              "-j); an unprivileged monitor is refused",
+              ok and "rc=1" in u.out and "CAP_NET_ADMIN" in u.out,
+              f"{pair[0].name}:\n{outs[0]}\n{pair[1].name}:\n{outs[1]}\n"
+              f"nobody:\n{u.out}")
+
+
 def kdsm_checks(res, suite, c, full=True):
     """@full: also the checks of kernel-independent logic (refusals, the
     weak mode, lock corner cases, max_pages, one-page litmus variants, IRIW)
@@ -676,6 +721,7 @@ def kdsm_checks(res, suite, c, full=True):
         keyed_check(res, suite, pair)
         slow_accept_check(res, suite, pair)
 
+    _monitor_start(pair)
     formed(res, suite, pair, "2-node cluster forms (full mesh, keys, READY)")
     rdma_res.owner_check(res, suite, pair[0], "kdsm")
     app_checks(res, suite, pair, 1)
@@ -696,6 +742,7 @@ def kdsm_checks(res, suite, c, full=True):
               r.out)
     for n in pair:
         n.run(f"{CTL} delete", timeout=120)
+    _monitor_check(res, suite, pair)
     if full:
         weak_and_max_pages(res, suite, pair)
         link_delete_check(res, suite, pair)

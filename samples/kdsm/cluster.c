@@ -53,6 +53,26 @@ static const char *const kdsm_refusal_text[] = {
 	[KDSM_REFUSE_STATE] = "its cluster failed or it left",
 };
 
+/*
+ * Set by the control layer (netlink.c) while its family is registered,
+ * cleared before it is unregistered; called under kd->lock after each
+ * change of kd->state.  Read once per call: a caller that read it just
+ * before it was cleared still calls into this module, which stays until
+ * its exit returns, and the control layer then sends nothing.
+ */
+kdsm_notify_fn kdsm_state_notify;
+
+/* Under kd->lock: wake the waiters of a new kd->state, tell the control. */
+static void kdsm_state_changed(struct kdsm_cluster *kd)
+{
+	kdsm_notify_fn notify = READ_ONCE(kdsm_state_notify);
+
+	lockdep_assert_held(&kd->lock);
+	wake_up_all(&kd->state_wq);
+	if (notify)
+		notify(kd);
+}
+
 static __printf(2, 0) void kdsm_vfail_locked(struct kdsm_cluster *kd, const char *fmt,
 			      va_list ap)
 {
@@ -63,7 +83,7 @@ static __printf(2, 0) void kdsm_vfail_locked(struct kdsm_cluster *kd, const char
 	kd->state = KDSM_STATE_FAILED;
 	pr_err("cluster failed: %s\n", kd->error);
 	queue_work(kdsm_wq, &kd->fail_work);
-	wake_up_all(&kd->state_wq);
+	kdsm_state_changed(kd);
 	wake_up_all(&kd->sync_wq);
 }
 
@@ -773,7 +793,7 @@ static int kdsm_ctl_recv(struct kdsm_cluster *kd, struct kdsm_peer *p,
 		if (kd->sent_ready && kdsm_all_ready(kd) &&
 		    kd->state == KDSM_STATE_FORMING) {
 			kd->state = KDSM_STATE_READY;
-			wake_up_all(&kd->state_wq);
+			kdsm_state_changed(kd);
 		}
 		spin_unlock_bh(&kd->lock);
 		return 0;
@@ -892,7 +912,7 @@ static void kdsm_announce(struct kdsm_cluster *kd, unsigned long deadline)
 	kd->sent_ready = true;
 	if (kdsm_all_ready(kd) && kd->state == KDSM_STATE_FORMING) {
 		kd->state = KDSM_STATE_READY;
-		wake_up_all(&kd->state_wq);
+		kdsm_state_changed(kd);
 	}
 	spin_unlock_bh(&kd->lock);
 	left = max_t(long, deadline - jiffies, 1);

@@ -358,5 +358,11 @@ int kdsm_debugfs_add(struct kdsm_cluster *kd);
 /* netlink.c */
 int kdsm_genl_init(void);
 void kdsm_genl_exit(void);
+/*
+ * The control layer's hook: @kd's state changed.  Called under kd->lock,
+ * in any context; it may read kd->state, kd->geo and kd->error.
+ */
+typedef void (*kdsm_notify_fn)(struct kdsm_cluster *kd);
+extern kdsm_notify_fn kdsm_state_notify;
 
 #endif /* _KDSM_PRI_H */

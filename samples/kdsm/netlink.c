@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The generic netlink family "kdsm": create (join), get, delete (leave).
- * Changes need CAP_NET_ADMIN.  Every refusal says why in the extended ack.
+ * The generic netlink family "kdsm": create (join), get, delete (leave),
+ * and a multicast group, "state", told of each change of this node's
+ * state (kdsmctl --wait waits on it, kdsmctl monitor prints it).  Changes
+ * need CAP_NET_ADMIN.  Every refusal says why in the extended ack.
  */
 #include <linux/in.h>
 #include <linux/in6.h>
@@ -26,6 +28,7 @@ static const struct nla_policy kdsm_policy[KDSM_A_MAX + 1] = {
 };
 
 static struct genl_family kdsm_genl;
+static void kdsm_nl_state_changed(struct kdsm_cluster *kd);
 
 /* An address attribute: a whole sockaddr_in or sockaddr_in6. */
 static int kdsm_parse_addr(const struct nlattr *a, struct sockaddr_storage *ss)
@@ -163,14 +166,18 @@ static int kdsm_nl_create(struct sk_buff *skb, struct genl_info *info)
 		kd = kdsm_cluster_create(&geo, options, port, join_ms, addrs,
 					 key);
 		ret = PTR_ERR_OR_ZERO(kd);
-		if (!ret)
+		if (!ret) {
 			kdsm_cl = kd;
-		else if (key && kverbs_key_error(ret))
+			spin_lock_bh(&kd->lock);
+			kdsm_nl_state_changed(kd);	/* forming, or later */
+			spin_unlock_bh(&kd->lock);
+		} else if (key && kverbs_key_error(ret)) {
 			NL_SET_ERR_MSG_ATTR(info->extack, at[KDSM_A_KEY],
 					    "no usable logon key of that description in the caller's keyrings (keyctl add logon kverbs:NAME SECRET @u; 16 to 64 bytes)");
-		else
+		} else {
 			NL_SET_ERR_MSG(info->extack,
 				       "could not set up the region, domain or listener (see the kernel log)");
+		}
 	}
 	mutex_unlock(&kdsm_ctl_mutex);
 out:
@@ -244,6 +251,78 @@ static int kdsm_nl_get(struct sk_buff *skb, struct genl_info *info)
 	return genlmsg_reply(msg, info);
 }
 
+/*
+ * State notifications.  The state machine calls the hook under kd->lock,
+ * in softirq too, so the hook only copies the state into @kdsm_ntf and
+ * queues the work, which sends the latest copy (changes close together
+ * merge).  The work takes no lock of kdsm's but @kdsm_ntf.lock, and runs
+ * on system_wq: nothing kdsm flushes while holding a lock waits for it.
+ * @live: notifications may be queued; cleared at exit before the work is
+ * cancelled and the family unregistered.
+ */
+static struct {
+	spinlock_t lock;	/* the fields below */
+	bool live;
+	u8 state;
+	u8 node;
+	char error[sizeof_field(struct kdsm_cluster, error)];
+} kdsm_ntf = { .lock = __SPIN_LOCK_UNLOCKED(kdsm_ntf.lock) };
+
+static void kdsm_ntf_work_fn(struct work_struct *work);
+static DECLARE_WORK(kdsm_ntf_work, kdsm_ntf_work_fn);
+
+/* Record @state of node @node (@error if failed) and queue its sending. */
+static void kdsm_ntf_set(u8 state, u8 node, const char *error)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&kdsm_ntf.lock, flags);
+	if (kdsm_ntf.live) {
+		kdsm_ntf.state = state;
+		kdsm_ntf.node = node;
+		strscpy(kdsm_ntf.error, error ?: "", sizeof(kdsm_ntf.error));
+		queue_work(system_wq, &kdsm_ntf_work);
+	}
+	spin_unlock_irqrestore(&kdsm_ntf.lock, flags);
+}
+
+/* kdsm_state_notify: under kd->lock. */
+static void kdsm_nl_state_changed(struct kdsm_cluster *kd)
+{
+	lockdep_assert_held(&kd->lock);
+	kdsm_ntf_set(kd->state, kd->geo.self,
+		     kd->state == KDSM_STATE_FAILED ? kd->error : NULL);
+}
+
+/* STATE_NTF of the latest state recorded; nobody listening is no error. */
+static void kdsm_ntf_work_fn(struct work_struct *work)
+{
+	char error[sizeof(kdsm_ntf.error)];
+	struct sk_buff *msg;
+	u8 state, node;
+	void *hdr;
+
+	if (!genl_has_listeners(&kdsm_genl, &init_net, 0))
+		return;
+	spin_lock_irq(&kdsm_ntf.lock);
+	state = kdsm_ntf.state;
+	node = kdsm_ntf.node;
+	memcpy(error, kdsm_ntf.error, sizeof(error));
+	spin_unlock_irq(&kdsm_ntf.lock);
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &kdsm_genl, 0, KDSM_CMD_STATE_NTF);
+	if (!hdr || nla_put_u8(msg, KDSM_A_STATE, state) ||
+	    (state != KDSM_STATE_NONE && nla_put_u8(msg, KDSM_A_NODE, node)) ||
+	    (*error && nla_put_string(msg, KDSM_A_ERROR, error))) {
+		nlmsg_free(msg);
+		return;
+	}
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&kdsm_genl, msg, 0, 0, GFP_KERNEL);
+}
+
 static int kdsm_nl_delete(struct sk_buff *skb, struct genl_info *info)
 {
 	struct kdsm_cluster *kd;
@@ -258,6 +337,7 @@ static int kdsm_nl_delete(struct sk_buff *skb, struct genl_info *info)
 		NL_SET_ERR_MSG(info->extack, "this node is in no cluster");
 		return -ENOENT;
 	}
+	kdsm_ntf_set(KDSM_STATE_NONE, 0, NULL);
 	return 0;
 }
 
@@ -280,6 +360,11 @@ static const struct genl_small_ops kdsm_genl_ops[] = {
 	},
 };
 
+static const struct genl_multicast_group kdsm_mcgrps[] = {
+	/* what the state tells a listener is as private as GET's */
+	{ .name = KDSM_MCGRP_STATE, .flags = GENL_MCAST_CAP_NET_ADMIN },
+};
+
 static struct genl_family kdsm_genl = {
 	.name = KDSM_GENL_NAME,
 	.version = KDSM_GENL_VERSION,
@@ -289,15 +374,38 @@ static struct genl_family kdsm_genl = {
 	.small_ops = kdsm_genl_ops,
 	.n_small_ops = ARRAY_SIZE(kdsm_genl_ops),
 	.resv_start_op = KDSM_CMD_DELETE + 1,
+	.mcgrps = kdsm_mcgrps,
+	.n_mcgrps = ARRAY_SIZE(kdsm_mcgrps),
 	.module = THIS_MODULE,
 };
 
+/* No notification is queued or sent after this returns. */
+static void kdsm_genl_exit_ntf(void)
+{
+	WRITE_ONCE(kdsm_state_notify, NULL);
+	spin_lock_irq(&kdsm_ntf.lock);
+	kdsm_ntf.live = false;
+	spin_unlock_irq(&kdsm_ntf.lock);
+	cancel_work_sync(&kdsm_ntf_work);
+}
+
 int kdsm_genl_init(void)
 {
-	return genl_register_family(&kdsm_genl);
+	int ret;
+
+	/* before the first CREATE can come */
+	spin_lock_irq(&kdsm_ntf.lock);
+	kdsm_ntf.live = true;
+	spin_unlock_irq(&kdsm_ntf.lock);
+	WRITE_ONCE(kdsm_state_notify, kdsm_nl_state_changed);
+	ret = genl_register_family(&kdsm_genl);
+	if (ret)
+		kdsm_genl_exit_ntf();
+	return ret;
 }
 
 void kdsm_genl_exit(void)
 {
+	kdsm_genl_exit_ntf();
 	genl_unregister_family(&kdsm_genl);
 }

@@ -30,6 +30,11 @@ control::control() : sock_(std::make_unique<kvgenl::socket>())
     if (err)
         throw error(err, err == ENOENT ? "generic netlink family kdsm not found: is kdsm.ko loaded?"
                                        : "resolving the kdsm netlink family");
+    // notifications of the state, on a socket of their own; without the
+    // group (an older kdsm) or the capability, wait_ready() polls
+    auto ntf = std::make_unique<kvgenl::socket>();
+    if (!ntf->subscribe(KDSM_GENL_NAME, KDSM_MCGRP_STATE))
+        ntf_ = std::move(ntf);
     sock_->attr_names(kvgenl::names({{KDSM_A_NODE, "node"},
                                      {KDSM_A_NPAGES, "npages"},
                                      {KDSM_A_PLACEMENT, "placement"},
@@ -124,10 +129,39 @@ status control::wait_ready(int timeout_ms)
             throw error(EHOSTDOWN, "cluster failed: " + s.error);
         if (s.state == KDSM_STATE_NONE)
             throw error(ENOENT, "this node is in no cluster");
-        if (std::chrono::steady_clock::now() > end)
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
             throw error(ETIMEDOUT, "cluster not ready in time");
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        if (!ntf_) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            continue;
+        }
+        // a notification, the deadline or lost notifications (ENOBUFS):
+        // ask again; another error: poll from now on
+        const int err = ntf_->wait_notification(static_cast<int>(left.count()), nullptr);
+        if (err && err != ETIMEDOUT && err != ENOBUFS)
+            ntf_.reset();
     }
+}
+
+bool control::next_state(int timeout_ms, status *s)
+{
+    if (!ntf_)
+        throw error(EOPNOTSUPP, "no state notifications (kdsm.ko without the "
+                                "group " KDSM_MCGRP_STATE ", or no CAP_NET_ADMIN)");
+    std::vector<std::uint8_t> attrs;
+    const int err = ntf_->wait_notification(timeout_ms, &attrs);
+    if (err == ETIMEDOUT)
+        return false;
+    if (err)
+        throw error(err, "state notifications");
+    const kvgenl::attrs a = kvgenl::parse(attrs.data(), attrs.size());
+    *s = status{};
+    s->state = kvgenl::attr<std::uint8_t>(a, KDSM_A_STATE);
+    s->node = kvgenl::attr<std::uint8_t>(a, KDSM_A_NODE);
+    s->error = kvgenl::attr_str(a, KDSM_A_ERROR);
+    return true;
 }
 
 attachment::attachment(int timeout_ms)

@@ -8,6 +8,7 @@
 //                  [--key kverbs:NAME] [--key-file F | --insecure] [--wait]
 //   kdsmctl status [-s|--stats] [-j|--json]
 //   kdsmctl delete
+//   kdsmctl monitor [-j|--json]
 #include <kdsm/kdsm.hpp>
 
 #include <cstdio>
@@ -37,8 +38,10 @@ constexpr const char *usage_text =
     "         listed address may join\n"
     "       kdsmctl status [-s|--stats] [-j|--json]\n"
     "       kdsmctl delete\n"
+    "       kdsmctl monitor [-j|--json]\n"
     "       kdsmctl -h|--help | -V|--version\n"
-    "  --json: one JSON object, counters included\n"
+    "  --json: one JSON object, counters included (monitor: one a line)\n"
+    "  monitor: print this node's state as it changes, until interrupted\n"
     "exit status: 0 ok, 1 failure, 2 usage error\n";
 
 [[noreturn]] void usage(const std::string &why = "")
@@ -190,6 +193,43 @@ int status(int argc, char **argv)
     return 0;
 }
 
+void print_state(const kdsm::status &s, bool json)
+{
+    if (json) {
+        kvcli::json j = {{"state", kdsm::status::state_name(s.state)}};
+        if (s.state != KDSM_STATE_NONE)
+            j["node"] = s.node;
+        if (!s.error.empty())
+            j["error"] = s.error;
+        std::puts(j.dump(-1, ' ', false, kvcli::json::error_handler_t::replace).c_str());
+    } else {
+        std::printf("state %s", kdsm::status::state_name(s.state));
+        if (s.state != KDSM_STATE_NONE)
+            std::printf(" node %u", s.node);
+        if (!s.error.empty())
+            std::printf(" error %s", s.error.c_str());
+        std::printf("\n");
+    }
+    std::fflush(stdout);
+}
+
+// monitor: the state now (once subscribed, so no change falls between),
+// then one line (or JSON object) per state notification, until a signal
+// ends the process.
+int monitor(int argc, char **argv)
+{
+    bool json = false;
+    kvcli::flags("kdsmctl", usage_text, argc, argv, 2, {{"-j", "--json", &json}});
+    kdsm::control ctl;
+    kdsm::status s;
+    if (ctl.next_state(0, &s))  // refuses at once without notifications
+        print_state(s, json);
+    print_state(ctl.get(), json);
+    for (;;)
+        if (ctl.next_state(60 * 60 * 1000, &s))
+            print_state(s, json);
+}
+
 }  // namespace
 
 int main(int argc, char **argv)
@@ -203,6 +243,8 @@ int main(int argc, char **argv)
             return create(argc, argv);
         if (cmd == "status")
             return status(argc, argv);
+        if (cmd == "monitor")
+            return monitor(argc, argv);
         if (cmd == "delete" && argc == 2) {
             kdsm::control().remove();
             return 0;

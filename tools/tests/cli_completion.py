@@ -21,7 +21,7 @@ def complete(script, words):
 def main():
     script, kdsmctl, kfcachectl, kmigrate, kvping = sys.argv[1:]
     cases = [
-        ([kdsmctl, ""], {"create", "status", "delete", "-h", "--help", "-V",
+        ([kdsmctl, ""], {"create", "status", "delete", "monitor", "-h", "--help", "-V",
                          "--version"}),
         ([kdsmctl, "status", "-"], {"-s", "--stats", "-j", "--json"}),
         ([kdsmctl, "create", "--mode", ""], {"K", "T", "S"}),

@@ -30,8 +30,17 @@ enum kdsm_cmd {
 	KDSM_CMD_CREATE,	/* join a cluster; CAP_NET_ADMIN, as all */
 	KDSM_CMD_GET,		/* state and counters */
 	KDSM_CMD_DELETE,	/* leave; CAP_NET_ADMIN */
+	/*
+	 * Notification to KDSM_MCGRP_STATE when this node's state changes
+	 * (formed, failed, left): STATE, and NODE and ERROR as GET has
+	 * them.  Changes close together may give one notification of the
+	 * latest state.  Joining the group needs CAP_NET_ADMIN.
+	 */
+	KDSM_CMD_STATE_NTF,
 	__KDSM_CMD_MAX,
 };
+
+#define KDSM_MCGRP_STATE	"state"
 
 /* Cluster placement of pages on their homes */
 enum kdsm_placement {

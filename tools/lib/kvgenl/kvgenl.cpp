@@ -7,10 +7,12 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <system_error>
 
 namespace kvgenl {
@@ -145,6 +147,68 @@ int socket::resolve(const char *name, std::uint16_t *id)
         return err;
     *id = attr<std::uint16_t>(parse(reply.data(), reply.size()), CTRL_ATTR_FAMILY_ID);
     return *id ? 0 : EPROTO;
+}
+
+int socket::subscribe(const char *family, const char *group)
+{
+    message m(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
+    m.put_str(CTRL_ATTR_FAMILY_NAME, family);
+    std::vector<std::uint8_t> reply;
+    if (const int err = request(m.finish(), &reply))
+        return err;
+    const attrs a = parse(reply.data(), reply.size());
+    const auto groups = a.find(CTRL_ATTR_MCAST_GROUPS);
+    if (groups == a.end())
+        return ENOENT;
+    for (const auto &[index, g] : parse_all(groups->second.first, groups->second.second)) {
+        const attrs one = parse(g.first, g.second);
+        if (attr_str(one, CTRL_ATTR_MCAST_GRP_NAME) != group)
+            continue;
+        const auto id = attr<std::uint32_t>(one, CTRL_ATTR_MCAST_GRP_ID);
+        if (::setsockopt(fd_, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &id, sizeof(id)) < 0)
+            return errno;
+        return 0;
+    }
+    return ENOENT;
+}
+
+int socket::wait_notification(int timeout_ms, std::vector<std::uint8_t> *attrs)
+{
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    std::vector<std::uint8_t> buf(65536);
+    for (;;) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            end - std::chrono::steady_clock::now());
+        if (left.count() <= 0)
+            return ETIMEDOUT;
+        pollfd p{fd_, POLLIN, 0};
+        const int n = ::poll(&p, 1, static_cast<int>(left.count()));
+        if (n < 0 && errno != EINTR)
+            return errno;
+        if (n <= 0)
+            continue;
+        const ssize_t got = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC | MSG_DONTWAIT);
+        if (got < 0) {
+            if (errno == EAGAIN || errno == EINTR)
+                continue;
+            return errno;  // ENOBUFS: notifications were lost; the caller asks again
+        }
+        if (static_cast<std::size_t>(got) > buf.size())
+            return EMSGSIZE;
+        std::size_t len = static_cast<std::size_t>(got);
+        for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
+             r = NLMSG_NEXT(r, len)) {
+            // a notification: sequence 0, from the kernel
+            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
+            if (r->nlmsg_seq || r->nlmsg_type < NLMSG_MIN_TYPE || payload < GENL_HDRLEN)
+                continue;
+            if (attrs) {
+                const auto *d = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
+                attrs->assign(d, d + (payload - GENL_HDRLEN));
+            }
+            return 0;
+        }
+    }
 }
 
 int socket::send(std::vector<std::uint8_t> &msg)

@@ -58,12 +58,20 @@ public:
     void create(const config &c);    // CAP_NET_ADMIN
     status get();
     void remove();                   // CAP_NET_ADMIN
-    // Poll until READY (returned) or FAILED (throws with the reason).
+    // Until READY (returned) or FAILED (throws with the reason): woken by
+    // the family's state notifications, joined here at construction (so
+    // none is missed between create() and this); a kernel without them
+    // is polled every 50 ms.
     status wait_ready(int timeout_ms);
+    // The next state notification within @timeout_ms: true and @s (state,
+    // node, error only), false at the deadline.  Throws when this kernel
+    // sends none or the socket failed (ENOBUFS: notifications were lost).
+    bool next_state(int timeout_ms, status *s);
 
 private:
     int request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply);
     std::unique_ptr<kvgenl::socket> sock_;  // kvgenl: private to the library
+    std::unique_ptr<kvgenl::socket> ntf_;   // KDSM_MCGRP_STATE, or none
     std::uint16_t family_ = 0;
     std::string last_ack_;  // the kernel's extended ack message
 };

@@ -81,6 +81,14 @@ public:
 
     // The id of generic netlink family @name: 0 and *id, or an errno.
     int resolve(const char *name, std::uint16_t *id);
+    // Join multicast group @group of family @family: 0, or an errno
+    // (ENOENT: no such family or group; EPERM: the group needs a
+    // capability).  Use a socket of its own for notifications: request()
+    // skips them, so they would be lost.
+    int subscribe(const char *family, const char *group);
+    // Wait up to @timeout_ms for a notification of a joined group; 0 (its
+    // attributes in @attrs), ETIMEDOUT, or an errno.
+    int wait_notification(int timeout_ms, std::vector<std::uint8_t> *attrs);
     // Send @msg; collect the reply's attributes into @reply.  0 or the
     // kernel's errno, with its extended ack in last_ack().
     int request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply);
