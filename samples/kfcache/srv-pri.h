@@ -58,7 +58,7 @@ struct kfc_export {
 struct kfc_srv {
 	struct mutex lock;		/* see above */
 	struct list_head exports;
-	unsigned int exports_gen;	/* changes with @exports, under @lock */
+	unsigned int exports_gen;	/* changes with @exports, under @lock; not 0 */
 	struct kverbs_domain *dom;
 	struct kverbs_listener *listener;
 	struct sockaddr_storage addr;

@@ -22,6 +22,7 @@
 struct kfc_srv kfc_srv = {
 	.lock = __MUTEX_INITIALIZER(kfc_srv.lock),
 	.exports = LIST_HEAD_INIT(kfc_srv.exports),
+	.exports_gen = 1,	/* never 0: see kfc_exports_changed() */
 };
 
 static const struct nla_policy kfc_policy[KFC_A_MAX + 1] = {
@@ -159,6 +160,16 @@ static int kfc_nl_stop(struct sk_buff *skb, struct genl_info *info)
 	}
 	kfc_srv_destroy(dom, l);
 	return 0;
+}
+
+/*
+ * Under kfc_srv.lock: the exports changed.  The generation is never 0,
+ * which would turn the dump's NLM_F_DUMP_INTR check off.
+ */
+static void kfc_exports_changed(void)
+{
+	if (!++kfc_srv.exports_gen)
+		kfc_srv.exports_gen = 1;
 }
 
 static struct kfc_export *kfc_export_find(const char *name)
@@ -299,7 +310,7 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 		ret = -EEXIST;
 	} else {
 		list_add_tail(&e->node, &kfc_srv.exports);
-		kfc_srv.exports_gen++;
+		kfc_exports_changed();
 	}
 	mutex_unlock(&kfc_srv.lock);
 	if (ret) {
@@ -313,7 +324,7 @@ static int kfc_nl_export(struct sk_buff *skb, struct genl_info *info)
 static void kfc_export_free(struct kfc_export *e)
 {
 	list_del(&e->node);
-	kfc_srv.exports_gen++;
+	kfc_exports_changed();
 	path_put(&e->root);
 	kfree(e);
 }
@@ -404,6 +415,21 @@ static int kfc_nl_put_export(struct sk_buff *msg, const struct kfc_export *e,
 }
 
 /*
+ * The largest message of one export: with less room a dump's first part
+ * could hold none of a long one (NLMSG_GOODSIZE is below a PATH_MAX path
+ * on 4 KiB pages) and the dump would fail.
+ */
+static int kfc_nl_export_start(struct netlink_callback *cb)
+{
+	cb->min_dump_alloc = NLMSG_HDRLEN + GENL_HDRLEN +
+			     nla_total_size(KFC_NAME_MAX) +
+			     nla_total_size(PATH_MAX) +
+			     nla_total_size(KFC_CLIENTS_MAX *
+					    sizeof(struct kfc_client));
+	return 0;
+}
+
+/*
  * EXPORT_GET, a dump: one message per export, from the cb->args[0]th
  * on (the list's order); cb->seq is the list's generation, so a part
  * taken after an export or unexport carries NLM_F_DUMP_INTR.
@@ -458,8 +484,12 @@ static const struct genl_small_ops kfc_genl_ops[] = {
 	{ .cmd = KFC_CMD_UNEXPORT, .doit = kfc_nl_unexport,
 	  .flags = GENL_ADMIN_PERM },
 	{ .cmd = KFC_CMD_GET, .doit = kfc_nl_get, .flags = GENL_ADMIN_PERM },
-	{ .cmd = KFC_CMD_EXPORT_GET, .dumpit = kfc_nl_export_dump,
-	  .flags = GENL_ADMIN_PERM },
+};
+
+/* EXPORT_GET's dump needs .start (cb->min_dump_alloc): a full genl_ops. */
+static const struct genl_ops kfc_genl_dump_ops[] = {
+	{ .cmd = KFC_CMD_EXPORT_GET, .start = kfc_nl_export_start,
+	  .dumpit = kfc_nl_export_dump, .flags = GENL_ADMIN_PERM },
 };
 
 static struct genl_family kfc_genl = {
@@ -470,6 +500,8 @@ static struct genl_family kfc_genl = {
 	.parallel_ops = true,	/* kfc_srv.lock serialises */
 	.small_ops = kfc_genl_ops,
 	.n_small_ops = ARRAY_SIZE(kfc_genl_ops),
+	.ops = kfc_genl_dump_ops,
+	.n_ops = ARRAY_SIZE(kfc_genl_dump_ops),
 	.resv_start_op = 0,	/* a new family: every command strict */
 	.module = THIS_MODULE,
 };

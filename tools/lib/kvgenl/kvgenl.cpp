@@ -237,7 +237,7 @@ int socket::ack_error(const void *msg)
         std::size_t off = r->nlmsg_type == NLMSG_DONE ? sizeof(int) : sizeof(*e);
         if (r->nlmsg_type == NLMSG_ERROR && !(r->nlmsg_flags & NLM_F_CAPPED) &&
             e->msg.nlmsg_len >= NLMSG_HDRLEN)
-            off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+            off += NLMSG_ALIGN(e->msg.nlmsg_len) - NLMSG_HDRLEN;
         if (off <= payload) {
             const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + off;
             const auto tlv = parse(p, payload - off);
@@ -278,11 +278,8 @@ int socket::attr_at(std::size_t off) const
     return -1;
 }
 
-int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)
+int socket::receive(std::uint32_t seq, const std::function<int(const void *)> &each)
 {
-    if (const int err = send(msg))
-        return err;
-    const auto seq = reinterpret_cast<nlmsghdr *>(msg.data())->nlmsg_seq;
     std::vector<std::uint8_t> buf(65536);
     for (;;) {
         // MSG_TRUNC: the real length, so a cut reply is an error
@@ -297,17 +294,44 @@ int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *r
              r = NLMSG_NEXT(r, len)) {
             if (r->nlmsg_seq != seq)
                 continue;
-            if (r->nlmsg_type == NLMSG_ERROR)
-                return ack_error(r);
-            if (reply) {
-                const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
-                if (payload < GENL_HDRLEN)
-                    return EPROTO;
-                const auto *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
-                reply->assign(p, p + (payload - GENL_HDRLEN));
-            }
+            if (const int ret = each(r); ret >= 0)
+                return ret;
         }
     }
+}
+
+namespace {
+
+// @r's generic netlink payload (after the genlmsghdr), or false.
+bool genl_payload(const nlmsghdr *r, const std::uint8_t **p, std::size_t *len)
+{
+    const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
+    if (payload < GENL_HDRLEN)
+        return false;
+    *p = static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN;
+    *len = payload - GENL_HDRLEN;
+    return true;
+}
+
+}  // namespace
+
+int socket::request(std::vector<std::uint8_t> &msg, std::vector<std::uint8_t> *reply)
+{
+    if (const int err = send(msg))
+        return err;
+    return receive(reinterpret_cast<nlmsghdr *>(msg.data())->nlmsg_seq, [&](const void *m) {
+        const auto *r = static_cast<const nlmsghdr *>(m);
+        if (r->nlmsg_type == NLMSG_ERROR)
+            return ack_error(r);
+        const std::uint8_t *p;
+        std::size_t len;
+        if (!reply)
+            return -1;
+        if (!genl_payload(r, &p, &len))
+            return EPROTO;
+        reply->assign(p, p + len);
+        return -1;  // the ack follows
+    });
 }
 
 int socket::dump(std::vector<std::uint8_t> &msg,
@@ -318,31 +342,20 @@ int socket::dump(std::vector<std::uint8_t> &msg,
     h->nlmsg_flags = (h->nlmsg_flags & ~NLM_F_ACK) | NLM_F_DUMP;
     if (const int err = send(msg))
         return err;
-    const auto seq = h->nlmsg_seq;
     *interrupted = false;
-    std::vector<std::uint8_t> buf(65536);
-    for (;;) {
-        const ssize_t n = ::recv(fd_, buf.data(), buf.size(), MSG_TRUNC);
-        if (n < 0)
-            return errno;
-        if (static_cast<std::size_t>(n) > buf.size())
-            return EMSGSIZE;
-        std::size_t len = static_cast<std::size_t>(n);
-        for (auto *r = reinterpret_cast<nlmsghdr *>(buf.data()); NLMSG_OK(r, len);
-             r = NLMSG_NEXT(r, len)) {
-            if (r->nlmsg_seq != seq)
-                continue;
-            if (r->nlmsg_flags & NLM_F_DUMP_INTR)
-                *interrupted = true;
-            if (r->nlmsg_type == NLMSG_ERROR || r->nlmsg_type == NLMSG_DONE)
-                return ack_error(r);
-            const std::size_t payload = r->nlmsg_len - NLMSG_HDRLEN;
-            if (payload < GENL_HDRLEN)
-                return EPROTO;
-            each(static_cast<const std::uint8_t *>(NLMSG_DATA(r)) + GENL_HDRLEN,
-                 payload - GENL_HDRLEN);
-        }
-    }
+    return receive(h->nlmsg_seq, [&](const void *m) {
+        const auto *r = static_cast<const nlmsghdr *>(m);
+        if (r->nlmsg_flags & NLM_F_DUMP_INTR)
+            *interrupted = true;
+        if (r->nlmsg_type == NLMSG_ERROR || r->nlmsg_type == NLMSG_DONE)
+            return ack_error(r);
+        const std::uint8_t *p;
+        std::size_t len;
+        if (!genl_payload(r, &p, &len))
+            return EPROTO;
+        each(p, len);
+        return -1;
+    });
 }
 
 }  // namespace kvgenl

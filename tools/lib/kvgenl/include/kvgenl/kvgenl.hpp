@@ -110,6 +110,9 @@ private:
     // extended ack's message in last_ack_.
     int ack_error(const void *r);
     int send(std::vector<std::uint8_t> &msg);
+    // Receive until @each, called with every message (a const nlmsghdr *)
+    // of sequence @seq, returns 0 or an errno (returned); -1 goes on.
+    int receive(std::uint32_t seq, const std::function<int(const void *)> &each);
 
     // The type of the attribute at byte @off of the request sent last
     // (nested attributes searched), or -1.
