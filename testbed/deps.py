@@ -39,8 +39,10 @@ DKMS = ["dkms"]
 FCACHE_MIGRATE = ["e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase",
                   "fio", "criu"]
 # The style suite and ./kvlab docs: Documentation/ rendered by Sphinx; the
-# tools' manual pages (rst2man).
-DOCS = ["python3-sphinx", "python3-docutils"]
+# tools' manual pages (rst2man); the netlink specs checked by the kernel's
+# ynl-gen-c (testbed/netlink_specs.py).
+DOCS = ["python3-sphinx", "python3-docutils", "python3-yaml",
+        "python3-jsonschema"]
 # ./kvlab package and the package suite: debian/ built and checked, its
 # systemd units verified (systemd-analyze), the packages installed in a
 # clean chroot (testbed/package_install.py).

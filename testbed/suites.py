@@ -240,6 +240,15 @@ def suite_style(res, kernels):
     res.check("style", "the tools' version (meson.build) is dkms.conf's",
               m is not None and m.group(1) == dkms.version(),
               f"meson.build {m and m.group(1)}, dkms.conf {dkms.version()}")
+    from . import netlink_specs
+    try:
+        bad = netlink_specs.spec_problems()
+    except HarnessError as e:
+        bad = [str(e)]
+    res.check("style", "each family's YAML spec (Documentation/netlink/"
+              "specs) describes its uapi header: every name ynl-gen-c "
+              "renders from it has our header's value", not bad,
+              "\n".join(bad))
     for k in kernels:
         try:
             mods = kbuild.build(k.headers, build_dir() / "kbuild" / k.abi,

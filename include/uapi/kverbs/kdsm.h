@@ -40,6 +40,8 @@ enum kdsm_cmd {
 	__KDSM_CMD_MAX,
 };
 
+#define KDSM_CMD_MAX	(__KDSM_CMD_MAX - 1)
+
 #define KDSM_MCGRP_STATE	"state"
 
 /* Cluster placement of pages on their homes */
@@ -149,6 +151,8 @@ enum kdsm_stat {
 	KDSM_STAT_LOCKS_OWNER_DEAD,	/* kernel locks released: holder died */
 	__KDSM_STAT_MAX,
 };
+
+#define KDSM_STAT_MAX	(__KDSM_STAT_MAX - 1)
 
 #define KDSM_HIST_BUCKETS	16	/* [2^i, 2^(i+1)) us; last: beyond */
 /*

@@ -48,6 +48,8 @@ enum {
 	__KFC_CMD_MAX,
 };
 
+#define KFC_CMD_MAX (__KFC_CMD_MAX - 1)
+
 enum {
 	KFC_A_UNSPEC,
 	KFC_A_ADDR,		/* binary: struct sockaddr_in / _in6 */

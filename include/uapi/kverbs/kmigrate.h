@@ -279,6 +279,8 @@ enum {
 	__KMIGRATE_CMD_MAX,
 };
 
+#define KMIGRATE_CMD_MAX (__KMIGRATE_CMD_MAX - 1)
+
 enum {
 	KMIGRATE_A_UNSPEC,
 	KMIGRATE_A_ADDR,	/* binary: struct sockaddr_in / _in6 */

@@ -1,0 +1,121 @@
+"""The YAML specs of our generic netlink families
+(Documentation/netlink/specs/, issue 28, item 3) against our uapi headers:
+the kernel's own generator, ynl-gen-c from Debian's newest linux-source,
+renders each spec's uapi header, and every name it defines must be in ours
+with the same value (compiled, so expressions count, not spelling).  The
+headers stay hand-written; the spec is what ynl and other tools read, and
+this keeps the two from drifting apart."""
+import re
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+from .common import REPO, HarnessError, build_dir, cache_dir, require_tool, run
+
+SPECS = REPO / "Documentation" / "netlink" / "specs"
+WANT = ("tools/net/ynl/", "Documentation/netlink/genetlink")
+
+
+def ynl_tree():
+    """tools/net/ynl and the netlink schemas of the newest linux-source
+    tarball, extracted once (ynl-gen-c wants a kernel tree around the
+    spec: it looks for MAINTAINERS and ../genetlink*.yaml)."""
+    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"),
+                  key=lambda t: [int(x) for x in
+                                 re.findall(r"\d+", t.name.split("-")[-1])])
+    if not tars:
+        raise HarnessError("no /usr/src/linux-source-*.tar.xz for ynl-gen-c",
+                           "apt-get install linux-source-6.12")
+    dst = cache_dir() / f"ynl-{tars[-1].name.split('.tar')[0]}"
+    gen = dst / "tools" / "net" / "ynl" / "ynl-gen-c.py"
+    if gen.exists():
+        return dst
+    part = dst.with_name(dst.name + ".part")
+    shutil.rmtree(part, ignore_errors=True)
+    with tarfile.open(tars[-1]) as tf:
+        for m in tf:
+            rel = m.name.split("/", 1)[-1]
+            if rel.startswith(WANT) and (m.isfile() or m.isdir()):
+                m.name = rel
+                tf.extract(m, part)
+    (part / "MAINTAINERS").touch()
+    part.rename(dst)
+    return dst
+
+
+def _values(header, names, include):
+    """{name: value as text} of @names, compiled against @header."""
+    cc = require_tool("gcc", "build-essential")
+    work = build_dir() / "netlink-specs"
+    work.mkdir(parents=True, exist_ok=True)
+    src = work / "values.c"
+    lines = ["#include <stdio.h>", f'#include "{header}"', "int main(void)",
+             "{"]
+    for n, is_str in names:
+        fmt = "%s" if is_str else "%lld"
+        cast = "" if is_str else "(long long)"
+        lines.append(f'\tprintf("{n} {fmt}\\n", {cast}({n}));')
+    lines += ["\treturn 0;", "}"]
+    src.write_text("\n".join(lines) + "\n")
+    exe = work / "values"
+    p = run([cc, "-I", str(include), "-o", str(exe), str(src)], check=False,
+            timeout=120)
+    if p.returncode:
+        missing = sorted(set(re.findall(r"[\u2018'](\w+)[\u2019'] undeclared", p.stdout +
+                                        (p.stderr or ""))))
+        return None, missing or [(p.stdout + (p.stderr or ""))[-800:]]
+    out = run([str(exe)], timeout=30).stdout
+    return dict(l.split(" ", 1) for l in out.splitlines()), []
+
+
+def _generated_names(text):
+    """(name, is a string) of every enumerator and #define of a generated
+    uapi header, its include guard and private __ names left out."""
+    names = []
+    for m in re.finditer(r"^\t([A-Z][A-Z0-9_]*)(?: = [^,]+)?,?$", text, re.M):
+        names.append((m.group(1), False))
+    for m in re.finditer(r"^#define ([A-Z][A-Z0-9_]*)\s+(\S.*)$", text, re.M):
+        names.append((m.group(1), m.group(2).startswith('"')))
+    return [(n, s) for n, s in names if not n.startswith("_")]
+
+
+def spec_problems():
+    """What differs between each spec's generated header and ours."""
+    specs = sorted(SPECS.glob("*.yaml"))
+    if not specs:
+        return ["no spec in Documentation/netlink/specs"]
+    tree = ynl_tree()
+    bad = []
+    for spec in specs:
+        here = tree / "Documentation" / "netlink" / "specs"
+        here.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(spec, here / spec.name)
+        out = build_dir() / "netlink-specs" / f"{spec.stem}.h"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        p = run([sys.executable, str(tree / "tools/net/ynl/ynl-gen-c.py"),
+                 "--mode", "uapi", "--header", "--spec", str(here / spec.name),
+                 "-o", str(out)], check=False, timeout=300)
+        if p.returncode or not out.exists():
+            bad.append(f"{spec.name}: ynl-gen-c failed: "
+                       f"{(p.stdout + (p.stderr or ''))[-1500:]}")
+            continue
+        m = re.search(r"^uapi-header:\s*(\S+)", spec.read_text(), re.M)
+        if not m:
+            bad.append(f"{spec.name}: no uapi-header")
+            continue
+        ours = REPO / "include" / "uapi" / m.group(1)
+        names = _generated_names(out.read_text())
+        gen, err = _values(out.name, names, out.parent)
+        if err:
+            bad.append(f"{spec.name}: its own header does not compile: {err}")
+            continue
+        have, missing = _values(m.group(1), names, REPO / "include" / "uapi")
+        if missing:
+            bad.append(f"{spec.name}: {ours.relative_to(REPO)} lacks "
+                       f"{', '.join(missing)}")
+            continue
+        bad += [f"{spec.name}: {n} is {have[n]} in "
+                f"{ours.relative_to(REPO)}, {v} in the spec"
+                for n, v in gen.items() if have.get(n) != v]
+    return bad
