@@ -1,7 +1,10 @@
 """kvlab: build, test and demo kverbs on virtual RDMA clusters.
 
   ./kvlab setup                    install what the harness needs (Debian)
-  ./kvlab demo [--kernel 6.1]      boot 2 guests, SOR on the kdsm DSM (keyed)
+  ./kvlab demo [dsm|fcache|migrate|all] [--kernel 6.1]
+                                   boot 2 guests and show a sample: SOR on
+                                   the DSM, a kfcache mount read with cat, a
+                                   running process moved with kmigrate move
   ./kvlab test                     CI: the core suites and one rotation group
                                    ends "N passed, N failed, N skipped"
   ./kvlab test --full              every suite on every kernel
@@ -14,8 +17,6 @@
 """
 import argparse
 import re
-import secrets
-import shutil
 import sys
 import time
 
@@ -258,61 +259,12 @@ def cmd_package(args):
 
 
 def cmd_demo(args):
-    """Boot 2 guests and run the showcase: SOR on the kdsm DSM."""
-    from . import deps, suite_kdsm
-    from .cluster import Cluster
+    """Boot 2 guests and show a sample, or each (testbed/demo.py)."""
+    from . import deps, demo
     with Phase("setup"):
         deps.ensure(need=deps.NEEDS["demo"])
     (k,) = _kernels([args.kernel])
-    workdir = build_dir() / "demo"
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    with Phase("build"):
-        overlay = suite_kdsm.overlay_for(k, workdir)
-    with Phase("boot 2-node cluster"), \
-            Cluster(k, nodes=2, workdir=workdir, overlay=overlay, smp=2,
-                    port_base=args.port_base) as c:
-        n0, n1 = c.nodes
-        print(f"\n== {n0.name} ({n0.ip}) and {n1.name} ({n1.ip}), Debian "
-              f"kernel {k.abi}, Soft-RoCE rxe0 on each ==")
-        # Members prove a shared key, kdsmctl's default (kverbs:kdsm).
-        secret = secrets.token_hex(16)
-        for n in c.nodes:
-            n.run_checked(" && ".join(f"insmod /kvlab/modules/{m}"
-                                      for m in suite_kdsm.MODS) +
-                          f" && keyctl add logon {suite_kdsm.KDSM_KEY} "
-                          f"{secret} @u > /dev/null")
-        print(f"$ keyctl add logon {suite_kdsm.KDSM_KEY} <secret> @u    "
-              "# the same secret on each node")
-        create = suite_kdsm.create_cmd(c.nodes, n0,
-                                       key=suite_kdsm.KDSM_KEY)
-        print(f"$ {create.replace('/kvlab/bin/', '')} --wait    "
-              "# on each node")
-        outs = suite_kdsm.form(c.nodes, key=suite_kdsm.KDSM_KEY)
-        for n, o in outs:
-            print(f"  {n.name}: {o.strip().splitlines()[0]}")
-        cmd = f"/kvlab/bin/kdsm-sor --size {args.size} --iters {args.iters}"
-        print(f"\n$ {cmd.replace('/kvlab/bin/', '')}    # on both nodes "
-              "at once")
-        runs = suite_kdsm.spmd(c.nodes, cmd)
-        for n, rc, out in runs:
-            print(f"-- {n.name} (exit {rc})")
-            print("\n".join(l for l in out.splitlines()
-                            if not l.startswith("rc=")))
-        print(f"\n-- {n0.name}: kdsmctl status --stats (excerpt)")
-        st = n0.run("/kvlab/bin/kdsmctl status --stats").out
-        print("\n".join(l for l in st.splitlines() if re.match(
-            r"(state|node|read_faults|write_faults|msgs_tx|events_|"
-            r"invalidations|rdma_write_bytes)", l)))
-        for n in c.nodes:
-            n.run("/kvlab/bin/kdsmctl delete; rmmod kdsm; rmmod kvmem; "
-                  "rmmod kverbs", timeout=120)
-        ok = all(rc == 0 for _, rc, _ in runs) and \
-            "0 cells differ" in runs[0][2]
-    print(f"\ndemo: {'SOR on the DSM equals the sequential run' if ok else 'FAILED'}"
-          f"; console logs in {workdir}")
-    return 0 if ok else 1
+    return demo.run(args, k)
 
 
 def cmd_bench(args):
@@ -333,7 +285,11 @@ def main(argv=None):
     sub.add_parser("docs", help="render Documentation/ to build/docs/html")
     sub.add_parser("package", help="build the Debian packages into "
                                    "build/package (and run lintian)")
-    p = sub.add_parser("demo", help="boot 2 guests and run SOR on the DSM")
+    p = sub.add_parser("demo", help="boot 2 guests and show a sample: SOR "
+                       "on the DSM (dsm, the default), a kfcache mount read "
+                       "(fcache), a process moved (migrate), or all")
+    p.add_argument("what", nargs="?", default="dsm",
+                   choices=("dsm", "fcache", "migrate", "all"))
     p.add_argument("--kernel", default="6.1")
     p.add_argument("--size", type=int, default=512)
     p.add_argument("--iters", type=int, default=20)
