@@ -43,6 +43,9 @@ FCACHE_MIGRATE = ["e2fsprogs", "nfs-kernel-server", "nfs-common", "netbase",
 # ynl-gen-c (testbed/netlink_specs.py).
 DOCS = ["python3-sphinx", "python3-docutils", "python3-yaml",
         "python3-jsonschema"]
+# ... and ynl run in the integration guests (Debian's python3.11 and
+# PyYAML copied in)
+YNL = ["python3.11", "python3-yaml"]
 # ./kvlab package and the package suite: debian/ built and checked, its
 # systemd units verified (systemd-analyze), the packages installed in a
 # clean chroot (testbed/package_install.py).
@@ -63,7 +66,7 @@ NEEDS = {
 # e.g. qemu-system-x86_64 <- qemu-system-x86, setpriv <- util-linux,
 # pgrep <- procps.
 PACKAGES = list(dict.fromkeys(BASE + KERNEL_SOURCES + DKMS + FCACHE_MIGRATE +
-                              DOCS + PACKAGING))
+                              DOCS + PACKAGING + YNL))
 
 BACKPORTS = Path("/etc/apt/sources.list.d/bookworm-backports.sources")
 BACKPORTS_TEXT = """Types: deb

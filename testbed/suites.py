@@ -534,6 +534,9 @@ def guest_overlay(kernel, workdir):
         initramfs.add_binary(files, kvping)
     # util-linux's, to drop privileges (suite_auth's unprivileged peer)
     initramfs.add_binary(files, "/usr/bin/setpriv")
+    # Python and the kernel's ynl, to drive the families from their specs
+    from . import netlink_specs
+    files.update(netlink_specs.guest_files())
     out = initramfs.build_overlay(files, workdir / "overlay.cpio")
     return out, plain
 
@@ -608,6 +611,8 @@ def _integration_body(res, suite, c, plain):
     res.check(suite, "kping 10000 round trips, 512 B, payload verified",
               r.rc == 0 and "10000 round trips ok" in r.out, r.out)
     n1.run("rmmod kping", timeout=30)
+    from . import netlink_specs
+    netlink_specs.ynl_checks(res, suite, n1)
     _messaging(res, suite, n0, n1)
     _user_space_peer(res, suite, n0, n1)
     _third_party_client(res, suite, n0, n1)
