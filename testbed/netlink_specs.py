@@ -11,7 +11,8 @@ import sys
 import tarfile
 from pathlib import Path
 
-from .common import REPO, HarnessError, build_dir, cache_dir, require_tool, run
+from .common import REPO, build_dir, cache_dir, require_tool, run
+from . import kernels
 
 SPECS = REPO / "Documentation" / "netlink" / "specs"
 WANT = ("tools/net/ynl/", "Documentation/netlink/genetlink")
@@ -21,19 +22,14 @@ def ynl_tree():
     """tools/net/ynl and the netlink schemas of the newest linux-source
     tarball, extracted once (ynl-gen-c wants a kernel tree around the
     spec: it looks for MAINTAINERS and ../genetlink*.yaml)."""
-    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"),
-                  key=lambda t: [int(x) for x in
-                                 re.findall(r"\d+", t.name.split("-")[-1])])
-    if not tars:
-        raise HarnessError("no /usr/src/linux-source-*.tar.xz for ynl-gen-c",
-                           "apt-get install linux-source-6.12")
-    dst = cache_dir() / f"ynl-{tars[-1].name.split('.tar')[0]}"
+    tar = kernels.newest_linux_source("ynl-gen-c")
+    dst = cache_dir() / f"ynl-{tar.name.split('.tar')[0]}"
     gen = dst / "tools" / "net" / "ynl" / "ynl-gen-c.py"
     if gen.exists():
         return dst
     part = dst.with_name(dst.name + ".part")
     shutil.rmtree(part, ignore_errors=True)
-    with tarfile.open(tars[-1]) as tf:
+    with tarfile.open(tar) as tf:
         for m in tf:
             rel = m.name.split("/", 1)[-1]
             if rel.startswith(WANT) and (m.isfile() or m.isdir()):

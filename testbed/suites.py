@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .common import (REPO, HarnessError, build_dir, cache_dir,
                      require_tool, run)
-from . import console, dkms, kbuild, rdma_res
+from . import console, dkms, kbuild, kernels, rdma_res
 from .knobs import kverbs_params
 from .suite_auth import auth_checks
 
@@ -152,19 +152,14 @@ def checkpatch():
     """checkpatch.pl from the newest of Debian's linux-source tarballs (the
     strictest: 6.12's warns where 6.1's does not), extracted once per
     tarball, so every machine checks with the same one."""
-    tars = sorted(Path("/usr/src").glob("linux-source-*.tar.xz"),
-                  key=lambda t: [int(x) for x in
-                                 re.findall(r"\d+", t.name.split("-")[-1])])
-    if not tars:
-        raise HarnessError("no /usr/src/linux-source-*.tar.xz for checkpatch",
-                           "apt-get install linux-source-6.12")
-    dst = cache_dir() / f"checkpatch-{tars[-1].name.split('.tar')[0]}"
+    tar = kernels.newest_linux_source("checkpatch")
+    dst = cache_dir() / f"checkpatch-{tar.name.split('.tar')[0]}"
     script = dst / "scripts" / "checkpatch.pl"
     if script.exists():
         return script
     want = ("scripts/checkpatch.pl", "scripts/spelling.txt",
             "scripts/const_structs.checkpatch")
-    with tarfile.open(tars[-1]) as tf:
+    with tarfile.open(tar) as tf:
         for m in tf:
             if m.name.split("/", 1)[-1] in want:
                 m.name = m.name.split("/", 1)[1]
