@@ -495,7 +495,8 @@ static void kverbs_ledger_reclaim_flush(struct kunit *test)
 /*
  * The numbered budget of kverbs-pri.h: send WRs are the upper layer's,
  * the operation slots and the drain WR; receive WRs are the upper layer's
- * and the drain WR; one CQE per WR of both queues.
+ * and the drain WR; one CQE per WR of both queues, and on iWARP two more
+ * per operation slot.
  */
 static void kverbs_ep_budget_numbered(struct kunit *test)
 {
@@ -510,6 +511,8 @@ static void kverbs_ep_budget_numbered(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, b.send_wr, 34U);
 	KUNIT_EXPECT_EQ(test, b.recv_wr, 17U);
 	KUNIT_EXPECT_EQ(test, b.cqes, 51U);
+	/* iWARP: rdma_rw's LOCAL_INV and REG_MR per slot, flushed (6) */
+	KUNIT_EXPECT_EQ(test, b.rw_cqes, 32U);
 
 	/* Upper sizes are taken as given, not derived from the depth. */
 	kverbs_ep_budget(16, 3, 5, &b);
@@ -527,6 +530,8 @@ static void kverbs_ep_budget_numbered(struct kunit *test)
 		KUNIT_ASSERT_EQ_MSG(test, b.cqes, b.send_wr + b.recv_wr,
 				    "depth %u", depth);
 		KUNIT_ASSERT_EQ_MSG(test, b.nops, depth, "depth %u", depth);
+		KUNIT_ASSERT_EQ_MSG(test, b.rw_cqes, 2 * depth,
+				    "depth %u", depth);
 	}
 }
 

@@ -108,11 +108,11 @@ noinline int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	ret = kverbs_domain_bind(dom, ep->cm_id->device);
 	if (ret)
 		goto out;
-	if (dom->cq_used + b->cqes > dom->cq_bound) {
+	if (dom->cq_used + dom->ep_cqes > dom->cq_bound) {
 		ret = -ENOSPC;
 		goto out;
 	}
-	dom->cq_used += b->cqes;
+	dom->cq_used += dom->ep_cqes;
 	ep->cq_reserved = true;
 
 	/*
@@ -135,8 +135,9 @@ noinline int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 				  dom->kdev->ibdev->attrs.max_send_sge);
 	ep->iwarp = rdma_protocol_iwarp(dom->kdev->ibdev, ep->cm_id->port_num);
 	ep->nudge_inv = dom->kdev->ibdev->ops.driver_id == RDMA_DRIVER_RXE;
-	/* iWARP: a READ's sink needs a remote-write MR: no page reads */
-	ep->max_sge_read_pages = ep->iwarp ? 0 :
+	/* iWARP: reads through rdma_rw, one MR of its pool each */
+	ep->max_sge_read_pages = ep->iwarp ?
+		min_t(u32, dom->read_pages, kverbs_rw_max_pages(dom->kdev->ibdev)) :
 		min_t(int, dom->read_pages,
 		      min(dom->kdev->ibdev->attrs.max_send_sge,
 			  dom->kdev->ibdev->attrs.max_sge_rd));
@@ -153,13 +154,16 @@ noinline int kverbs_ep_setup_qp(struct kverbs_ep *ep)
 	init.recv_cq = dom->cq;
 	init.cap.max_send_wr = b->send_wr;
 	init.cap.max_recv_wr = b->recv_wr;
+	/* An iWARP read is one SGE: rdma_rw's MR */
 	init.cap.max_send_sge = max3(ep->max_sge, ep->max_sge_pages,
-				     ep->max_sge_read_pages);
+				     ep->iwarp ? 1 : ep->max_sge_read_pages);
 	init.cap.max_recv_sge = 1;
 	init.sq_sig_type = IB_SIGNAL_REQ_WR;
 	init.qp_type = IB_QPT_RC;
 	init.port_num = ep->cm_id->port_num;
 	if (ep->iwarp) {
+		/* A read per slot (kverbs_ep_budget(); rdma_rw.c) */
+		init.cap.max_rdma_ctxs = b->nops;
 		ret = rdma_create_qp(ep->cm_id, ep->pd, &init);
 		if (ret)
 			goto fail;

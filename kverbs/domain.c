@@ -170,7 +170,8 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 {
 	const struct kverbs_ep_budget *b = &dom->budget;
 	struct kverbs_device *kdev;
-	unsigned int cq_size;
+	unsigned int cq_size, send_wr;
+	bool iwarp;
 	int ret;
 
 	lockdep_assert_held(&dom->lock);
@@ -186,18 +187,27 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 	if (!kdev)
 		return -ENODEV;
 
+	/*
+	 * iWARP: rdma_rw's WRs too (struct kverbs_ep_budget, 6), which
+	 * ib_create_qp() would otherwise clamp silently to max_qp_wr.
+	 */
+	iwarp = rdma_protocol_iwarp(ibdev, rdma_start_port(ibdev));
+	send_wr = b->send_wr + (iwarp ? 3 * b->nops : 0);
+	dom->ep_cqes = b->cqes + (iwarp ? b->rw_cqes : 0);
+
 	/* The device's limits clamp the CQ, and refuse a depth too deep. */
-	if (b->send_wr > ibdev->attrs.max_qp_wr ||
+	if (send_wr > ibdev->attrs.max_qp_wr ||
 	    b->recv_wr > ibdev->attrs.max_qp_wr ||
-	    b->cqes > ibdev->attrs.max_cqe) {
+	    dom->ep_cqes > ibdev->attrs.max_cqe) {
 		kverbs_dom_log(warn, dom,
 			       "depth %u needs %u/%u WRs and %u CQEs, %s allows %d WRs and %d CQEs\n",
-			       dom->depth, b->send_wr, b->recv_wr, b->cqes,
+			       dom->depth, send_wr, b->recv_wr, dom->ep_cqes,
 			       dev_name(&ibdev->dev), ibdev->attrs.max_qp_wr,
 			       ibdev->attrs.max_cqe);
 		ret = -EINVAL;
 		goto out_put;
 	}
+	dom->cq_size = dom->max_eps * dom->ep_cqes;
 	cq_size = min_t(unsigned int, dom->cq_size, ibdev->attrs.max_cqe);
 
 	ret = kverbs_domain_map_regions(dom, ibdev);

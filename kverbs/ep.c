@@ -38,6 +38,7 @@ void kverbs_ep_budget(u16 depth, u16 upper_send, u16 upper_recv,
 	b->send_wr = b->upper_send + b->nops + 1;
 	b->recv_wr = b->upper_recv + 1;
 	b->cqes = b->send_wr + b->recv_wr;
+	b->rw_cqes = 2 * b->nops;
 }
 EXPORT_SYMBOL_IF_KUNIT(kverbs_ep_budget);
 
@@ -210,7 +211,7 @@ void kverbs_ep_release_qp(struct kverbs_ep *ep)
 		ep->pd = NULL;
 	}
 	if (ep->cq_reserved) {
-		dom->cq_used -= dom->budget.cqes;
+		dom->cq_used -= dom->ep_cqes;
 		ep->cq_reserved = false;
 	}
 }

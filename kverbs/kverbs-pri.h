@@ -232,11 +232,18 @@ struct kverbs_sq {
  *
  * Nothing is posted without holding an entry of 1, 2 or 4, so neither
  * queue can overflow and the drain WRs always fit.
+ *
+ * On iWARP an RDMA read goes through rdma_rw (rdma_rw.c), which puts a
+ * LOCAL_INV and a REG_MR before the read, unsignaled, under the read's
+ * operation slot (2): the QP gets @nops rdma_rw contexts, for which
+ * ib_create_qp() adds their WRs to the send queue itself, and the CQ
+ *   6. @rw_cqes = 2 * @nops more CQEs, for those WRs flushed.
  */
 struct kverbs_ep_budget {
 	u32 send_wr;
 	u32 recv_wr;
 	u32 cqes;
+	u32 rw_cqes;	/* 6 */
 	u16 upper_send;	/* 1 */
 	u16 nops;	/* 2 */
 	u16 upper_recv;	/* 4 */
@@ -320,6 +327,7 @@ struct kverbs_domain {
 	struct ib_cq *cq;
 	struct kverbs_ep_budget budget;	/* of each endpoint */
 	unsigned int cq_size;		/* asked for: max_eps budgets */
+	unsigned int ep_cqes;		/* an endpoint's, on the bound device */
 	unsigned int cq_bound;		/* the bound CQ's, within max_cqe */
 	unsigned int cq_used;
 	struct list_head eps;
@@ -670,6 +678,8 @@ struct kverbs_op *kverbs_op_get(struct kverbs_ep *ep, unsigned int flags);
 struct kverbs_op *kverbs_op_get_local(struct kverbs_ep *ep, long timeout);
 int kverbs_sq_nudge(struct kverbs_ep *ep);
 void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op);
+int kverbs_op_post_chain(struct kverbs_ep *ep, struct kverbs_op *op,
+			 struct ib_send_wr *first, struct ib_send_wr *last);
 int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 		   struct ib_send_wr *wr);
 bool kverbs_may_wait(unsigned int flags);
@@ -707,9 +717,17 @@ int kverbs_domain_map_regions(struct kverbs_domain *dom,
 			      struct ib_device *dev);
 void kverbs_domain_unmap_regions(struct kverbs_domain *dom,
 				 struct ib_device *dev);
+int kverbs_region_range(const struct kverbs_region *r,
+			const struct kverbs_ep *ep, u64 off, u32 len);
 int kverbs_region_local(const struct kverbs_region *r,
 			const struct kverbs_ep *ep, u64 off, u32 len,
 			struct ib_sge *sge, int max);
+
+/* rdma_rw.c: RDMA reads on iWARP */
+u32 kverbs_rw_max_pages(const struct ib_device *dev);
+int kverbs_rw_read(struct kverbs_ep *ep, struct page **pages, u32 off,
+		   u32 len, const struct kverbs_remote *remote,
+		   kverbs_rdma_done_t done, void *ctx, unsigned int flags);
 
 /*
  * grant.c: a region registered on one endpoint's PD, one MR per extent of

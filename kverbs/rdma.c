@@ -38,10 +38,9 @@ static bool opcode_writes_local(enum ib_wr_opcode opcode)
 	return opcode != IB_WR_RDMA_WRITE;
 }
 
-/* The local SGEs and the remote bounds of @rop, checked; or -errno. */
-static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
-			     const struct kverbs_rdma_op *rop, u32 len,
-			     struct ib_sge *sge, int max)
+/* The operation's own fields, checked; 0 or -EINVAL. */
+static int kverbs_rdma_check_op(enum ib_wr_opcode opcode,
+				const struct kverbs_rdma_op *rop, u32 len)
 {
 	const struct kverbs_remote *rem = &rop->remote;
 
@@ -50,8 +49,40 @@ static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	if (!rop->done && opcode_writes_local(opcode) &&
 	    !kverbs_test_undo(KVERBS_UNDO_NODONE))
 		return -EINVAL;
+	return 0;
+}
+
+/* The local SGEs and the remote bounds of @rop, checked; or -errno. */
+static int kverbs_rdma_check(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
+			     const struct kverbs_rdma_op *rop, u32 len,
+			     struct ib_sge *sge, int max)
+{
+	int ret = kverbs_rdma_check_op(opcode, rop, len);
+
+	if (ret)
+		return ret;
 	return kverbs_region_local(rop->local, ep, rop->local_off, len, sge,
 				   max);
+}
+
+/* A read into a region on iWARP: its pages, registered by rdma_rw. */
+static int kverbs_rdma_read_rw(struct kverbs_ep *ep,
+			       const struct kverbs_rdma_op *rop,
+			       unsigned int flags)
+{
+	const struct kverbs_region *r = rop->local;
+	int ret;
+
+	ret = kverbs_rdma_check_op(IB_WR_RDMA_READ, rop, rop->len) ?:
+	      kverbs_region_range(r, ep, rop->local_off, rop->len);
+	if (ret)
+		return ret;
+	/* kverbs_rw_done() calls @done: required here, test builds too */
+	if (!rop->done)
+		return -EINVAL;
+	return kverbs_rw_read(ep, &r->pages[rop->local_off >> PAGE_SHIFT],
+			      offset_in_page(rop->local_off), rop->len,
+			      &rop->remote, rop->done, rop->ctx, flags);
 }
 
 static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
@@ -61,9 +92,9 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	struct ib_rdma_wr wr = {};
 	int n;
 
-	/* An iWARP READ sink must be an MR with REMOTE_WRITE: not ours. */
+	/* An iWARP READ sink must be an MR with REMOTE_WRITE: rdma_rw.c */
 	if (opcode == IB_WR_RDMA_READ && READ_ONCE(ep->iwarp))
-		return -EOPNOTSUPP;
+		return kverbs_rdma_read_rw(ep, rop, flags);
 	n = kverbs_rdma_check(ep, opcode, rop, rop->len, sge,
 			      opcode == IB_WR_RDMA_READ ? ep->max_sge_rd :
 			      ep->max_sge);
@@ -93,8 +124,9 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * @op->len zero or beyond @op->remote.len or the local region, more than
  * KVERBS_RDMA_MAX_SEGS contiguous runs, a non-zero reserved field, no
  * @op->done: the read's data lands at a time only its completion tells),
- * -ENODEV (the domain has no device), -EOPNOTSUPP (a read on iWARP, whose
- * READ sink would have to be remotely writable), -EAGAIN, -EINTR,
+ * -ENODEV (the domain has no device), -EOPNOTSUPP (a read on iWARP from a
+ * caller that may not sleep: its sink is registered through rdma_rw, at
+ * most kverbs_ep_max_read_pages() pages, or -EINVAL), -EAGAIN, -EINTR,
  * -ENOTCONN or the endpoint's error, or a provider error.
  */
 int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,

@@ -13,7 +13,8 @@
  * any registration costs.
  *
  * iWARP needs the sink of an RDMA READ registered for remote write, which
- * the local DMA key is not: reads are refused there (-EOPNOTSUPP).
+ * the local DMA key is not: reads go through rdma_rw there (rdma_rw.c),
+ * from callers that may sleep.
  */
 #include "kverbs-pri.h"
 
@@ -233,12 +234,13 @@ ALLOW_ERROR_INJECTION(kverbs_rdma_write_pages, ERRNO);
  *
  * Context: any.
  * Return: the domain's @read_pages, capped at the device's send and RDMA
- * READ SGE limits; 0 before the endpoint has a queue pair, and on iWARP.
- * It stays after the endpoint's teardown.
+ * READ SGE limits (on iWARP, at what one MR of rdma_rw's pool maps); 0
+ * before the endpoint has a queue pair.  It stays after the endpoint's
+ * teardown.
  */
 unsigned int kverbs_ep_max_read_pages(const struct kverbs_ep *ep)
 {
-	return ep->iwarp ? 0 : READ_ONCE(ep->max_sge_read_pages);
+	return READ_ONCE(ep->max_sge_read_pages);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
 
@@ -257,12 +259,17 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
  * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
  * One work request, signaled, mapped and unmapped as for
- * kverbs_rdma_write_pages().  The peer's CPU takes no part.
+ * kverbs_rdma_write_pages().  The peer's CPU takes no part.  On iWARP the
+ * pages are registered for the read by rdma_rw, which the read's
+ * completion invalidates: the peer may write them until then, as the
+ * read does.
  *
  * Context: process, may sleep; softirq (not hard interrupt) with
- * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT).
+ * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT), except
+ * on iWARP.
  * Return: 0 when posted (then @done runs exactly once); -EOPNOTSUPP on
- * iWARP; -EINVAL without @done; otherwise as kverbs_rdma_write_pages().
+ * iWARP from a caller that may not sleep; -EINVAL without @done;
+ * otherwise as kverbs_rdma_write_pages().
  */
 int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 			   unsigned int npages,
@@ -270,13 +277,19 @@ int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 			   kverbs_rdma_done_t done, void *ctx,
 			   unsigned int flags)
 {
-	if (ep->iwarp)
-		return -EOPNOTSUPP;
-	if (!done && !kverbs_test_undo(KVERBS_UNDO_NODONE))
+	unsigned int max = READ_ONCE(ep->max_sge_read_pages);
+
+	if (!done && (ep->iwarp || !kverbs_test_undo(KVERBS_UNDO_NODONE)))
 		return -EINVAL;
-	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ,
-				 READ_ONCE(ep->max_sge_read_pages), pages,
-				 npages, remote, done, ctx, flags);
+	if (ep->iwarp) {
+		if (!npages || npages > max || remote->reserved ||
+		    remote->len < (u64)npages << PAGE_SHIFT)
+			return -EINVAL;
+		return kverbs_rw_read(ep, pages, 0, npages << PAGE_SHIFT,
+				      remote, done, ctx, flags);
+	}
+	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ, max, pages, npages,
+				 remote, done, ctx, flags);
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_rdma_read_pages, KVERBS_NS);
 ALLOW_ERROR_INJECTION(kverbs_rdma_read_pages, ERRNO);

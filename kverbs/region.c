@@ -231,6 +231,27 @@ u64 kverbs_region_len(const struct kverbs_region *r)
 EXPORT_SYMBOL_NS_GPL(kverbs_region_len, KVERBS_NS);
 
 /**
+ * kverbs_region_range - may @ep's operation use @len bytes of @r at @off?
+ * @r: the local region
+ * @ep: the endpoint the operation goes on
+ * @off: first byte
+ * @len: bytes
+ *
+ * Context: any.
+ * Return: 0, -EINVAL (another domain's region, empty or out of bounds),
+ * or -ENODEV (not mapped: the domain has no device).
+ */
+int kverbs_region_range(const struct kverbs_region *r,
+			const struct kverbs_ep *ep, u64 off, u32 len)
+{
+	if (r->dom != ep->dom || !len || off > r->len || len > r->len - off)
+		return -EINVAL;
+	if (!READ_ONCE(r->mapped))
+		return -ENODEV;
+	return 0;
+}
+
+/**
  * kverbs_region_local - the local SGEs of @len bytes at @off in @r
  * @r: region
  * @ep: endpoint the operation goes out on
@@ -253,12 +274,10 @@ int kverbs_region_local(const struct kverbs_region *r,
 {
 	unsigned long pg = off >> PAGE_SHIFT;
 	u32 pgoff = offset_in_page(off);
-	int n = 0;
+	int n = kverbs_region_range(r, ep, off, len);
 
-	if (r->dom != ep->dom || !len || off > r->len || len > r->len - off)
-		return -EINVAL;
-	if (!READ_ONCE(r->mapped))
-		return -ENODEV;
+	if (n)
+		return n;
 	while (len) {
 		u32 chunk = min_t(u32, len, PAGE_SIZE - pgoff);
 		u64 addr = r->dma[pg] + pgoff;

@@ -274,6 +274,44 @@ void kverbs_sq_free(struct kverbs_ep *ep)
 	ep->sq.ops = NULL;
 }
 
+/*
+ * Account for one ledger entry and post the chain @first..@last: @last is
+ * the entry's WR (its completion reclaims the entry), the WRs before it
+ * are unsignaled and covered by @last's (RC send queues complete in
+ * order).  ep->lock held.
+ */
+static int kverbs_sq_post_chain_locked(struct kverbs_ep *ep,
+				       struct kverbs_wr *w,
+				       struct ib_send_wr *first,
+				       struct ib_send_wr *last,
+				       bool want_signal, bool *signaled)
+{
+	struct kverbs_sq *sq = &ep->sq;
+	u32 pos, unsignaled = sq->ledger.unsignaled;
+	bool sig;
+	int ret;
+
+	lockdep_assert_held(&ep->lock);
+	if (WARN_ON_ONCE(kverbs_ledger_used(&sq->ledger) == sq->ledger.size))
+		return -ENOSPC;
+	sig = kverbs_ledger_post(&sq->ledger, want_signal, &pos);
+	sq->ring[kverbs_ledger_slot(&sq->ledger, pos)] = w;
+	w->pos = pos;
+	last->wr_cqe = &w->cqe;
+	last->next = NULL;
+	if (sig)
+		last->send_flags |= IB_SEND_SIGNALED;
+	ret = ib_post_send(ep->qp, first, NULL);
+	if (ret) {
+		kverbs_ledger_unpost(&sq->ledger, unsignaled);
+		return ret;
+	}
+	if (sig)
+		sq->signaled++;
+	*signaled = sig;
+	return 0;
+}
+
 /**
  * kverbs_sq_post_locked - account for a WR in the ledger and post it
  * @ep: endpoint
@@ -292,30 +330,8 @@ noinline int kverbs_sq_post_locked(struct kverbs_ep *ep, struct kverbs_wr *w,
 				   struct ib_send_wr *wr, bool want_signal,
 				   bool *signaled)
 {
-	struct kverbs_sq *sq = &ep->sq;
-	u32 pos, unsignaled = sq->ledger.unsignaled;
-	bool sig;
-	int ret;
-
-	lockdep_assert_held(&ep->lock);
-	if (WARN_ON_ONCE(kverbs_ledger_used(&sq->ledger) == sq->ledger.size))
-		return -ENOSPC;
-	sig = kverbs_ledger_post(&sq->ledger, want_signal, &pos);
-	sq->ring[kverbs_ledger_slot(&sq->ledger, pos)] = w;
-	w->pos = pos;
-	wr->wr_cqe = &w->cqe;
-	wr->next = NULL;
-	if (sig)
-		wr->send_flags |= IB_SEND_SIGNALED;
-	ret = ib_post_send(ep->qp, wr, NULL);
-	if (ret) {
-		kverbs_ledger_unpost(&sq->ledger, unsignaled);
-		return ret;
-	}
-	if (sig)
-		sq->signaled++;
-	*signaled = sig;
-	return 0;
+	return kverbs_sq_post_chain_locked(ep, w, wr, wr, want_signal,
+					   signaled);
 }
 ALLOW_ERROR_INJECTION(kverbs_sq_post_locked, ERRNO);
 
@@ -650,6 +666,7 @@ static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
 	sq->ops_posted++;
 	switch (opcode) {
 	case IB_WR_RDMA_READ:
+	case IB_WR_RDMA_READ_WITH_INV:
 		sq->reads++;
 		break;
 	case IB_WR_RDMA_WRITE:
@@ -674,6 +691,41 @@ static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
 }
 
 /**
+ * kverbs_op_post_chain - post a chain of work requests for one operation
+ * @ep: endpoint
+ * @op: slot from kverbs_op_get(), with @done and @ctx set
+ * @first: the first WR of the chain
+ * @last: its last WR: signaled if @op->done is set
+ *
+ * The chain takes @op's one ledger entry: the WRs before @last are
+ * unsignaled and end with it (an rdma_rw context's invalidation and
+ * registration before its transfer, on iWARP: the room they take in the
+ * send queue and the CQ is rdma_rw's own; see kverbs_ep_budget()).
+ *
+ * Context: any (not hard interrupt).
+ * Return: as kverbs_op_post().
+ */
+int kverbs_op_post_chain(struct kverbs_ep *ep, struct kverbs_op *op,
+			 struct ib_send_wr *first, struct ib_send_wr *last)
+{
+	bool sig;
+	int ret;
+
+	spin_lock_bh(&ep->lock);
+	if (ep->state != KVERBS_EP_CONNECTED) {
+		ret = ep->error ?: -ENOTCONN;
+	} else {
+		ret = kverbs_sq_post_chain_locked(ep, &op->wr, first, last,
+						  op->done || !ep->sq.op_nfree,
+						  &sig);
+		if (!ret)
+			kverbs_op_count(&ep->sq, last->opcode);
+	}
+	spin_unlock_bh(&ep->lock);
+	return ret;
+}
+
+/**
  * kverbs_op_post - post an RDMA operation, a registration or an invalidation
  * @ep: endpoint
  * @op: slot from kverbs_op_get(), with @done and @ctx set
@@ -686,19 +738,6 @@ static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
 noinline int kverbs_op_post(struct kverbs_ep *ep, struct kverbs_op *op,
 			    struct ib_send_wr *wr)
 {
-	bool sig;
-	int ret;
-
-	spin_lock_bh(&ep->lock);
-	if (ep->state != KVERBS_EP_CONNECTED) {
-		ret = ep->error ?: -ENOTCONN;
-	} else {
-		ret = kverbs_sq_post_locked(ep, &op->wr, wr, op->done ||
-					    !ep->sq.op_nfree, &sig);
-		if (!ret)
-			kverbs_op_count(&ep->sq, wr->opcode);
-	}
-	spin_unlock_bh(&ep->lock);
-	return ret;
+	return kverbs_op_post_chain(ep, op, wr, wr);
 }
 ALLOW_ERROR_INJECTION(kverbs_op_post, ERRNO);
