@@ -40,8 +40,9 @@ ROTATION = [
     ["kunit-debug", "kvmem-debug", "kdsm-debug"],
     ["kdsm-6.12", "kdsm8", "kfcache-6.1", "kmigrate-6.1"],
     ["kfcache-debug", "kfcache-6.12"],
-    ["kmigrate-debug", "kmigrate-6.12", "smp-6.12", "kvmem-6.1"],
+    ["kmigrate-debug", "kmigrate-6.12", "smp-6.12"],
     ["kvtest-debug", "faultinj-debug"],
+    ["siw-debug", "kvmem-6.1"],
 ]
 # Suites only --full runs: CI's time is spent on the same code on another
 # kernel.  Each says why.
@@ -178,6 +179,9 @@ def cmd_test(args):
         elif s == "faultinj-debug":
             from . import suite_faultinj
             suites.run_suite(res, s, suite_faultinj.suite_faultinj_debug)
+        elif s == "siw-debug":
+            from . import suite_siw
+            suites.run_suite(res, s, suite_siw.suite_siw)
         elif s == "kvmem-debug":
             suites.run_suite(res, s, suites.suite_kvmem_debug)
         elif s.startswith("integration-"):

@@ -178,7 +178,20 @@ def _migrate_once(res, name, a, b, what, opts, mb=8):
 def kmigrate_checks(res, name, c, kill=True, bound=FAIL_BOUND_S):
     a, b = c.nodes[0], c.nodes[1]
     _setup(res, name, (a, b))
+    kmigrate_basics(res, name, a, b)
+    _move(res, name, a, b)
+    _refusals(res, name, a, b)
+    _keyless(res, name, a, b)
+    _unload_refused(res, name, a, b)
+    _dest_failures(res, name, a, b)
+    for node in (b, a):
+        _link_delete(res, name, a, b, node, bound)
+    _source_failures(res, name, c, a, b, kill)
 
+
+def kmigrate_basics(res, name, a, b):
+    """Post-copy with and without prefetch, pre-copy, and A -> B -> A,
+    each checked by the process's own checksum (kmigrate's set-up done)."""
     s0 = _status(b)["stats"]
     _migrate_once(res, name, a, b, "post-copy A -> B", "")
     st = _status_when(b, lambda s: not s.get("arenas"))
@@ -225,15 +238,6 @@ def kmigrate_checks(res, name, c, kill=True, bound=FAIL_BOUND_S):
               before is not None and after is not None and
               after[0] == before[0] and after[2] == "1",
               f"{r.out}\n{log}\nB:\n{_wait_log(b, 'hop', 1)}")
-
-    _move(res, name, a, b)
-    _refusals(res, name, a, b)
-    _keyless(res, name, a, b)
-    _unload_refused(res, name, a, b)
-    _dest_failures(res, name, a, b)
-    for node in (b, a):
-        _link_delete(res, name, a, b, node, bound)
-    _source_failures(res, name, c, a, b, kill)
 
 
 def _move(res, name, a, b):
