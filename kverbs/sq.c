@@ -301,6 +301,17 @@ static int kverbs_sq_post_chain_locked(struct kverbs_ep *ep,
 	last->next = NULL;
 	if (sig)
 		last->send_flags |= IB_SEND_SIGNALED;
+	/*
+	 * The ledger reclaims by position: a completion retires every
+	 * earlier WR.  siw completes a SEND, WRITE or local WR once it is
+	 * handed to TCP, while an earlier READ still waits for its
+	 * response; fenced, such a WR waits for the READs before it, so
+	 * completions stay in posting order.  A READ needs no fence (the
+	 * responses come in order), nor does a WR with none outstanding.
+	 */
+	if (ep->iwarp && last->opcode != IB_WR_RDMA_READ &&
+	    last->opcode != IB_WR_RDMA_READ_WITH_INV)
+		first->send_flags |= IB_SEND_FENCE;
 	ret = ib_post_send(ep->qp, first, NULL);
 	if (ret) {
 		kverbs_ledger_unpost(&sq->ledger, unsignaled);
