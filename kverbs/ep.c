@@ -296,6 +296,8 @@ static void kverbs_ep_teardown(struct kverbs_ep *ep)
 	mutex_lock(&dom->lock);
 	qp = ep->qp;
 	mutex_unlock(&dom->lock);
+	/* A read being set up on the QP (iWARP, rdma_rw.c) posts or gives up */
+	kverbs_rw_idle(ep);
 
 	/*
 	 * An accepted id is in REP_SENT until the peer's RTU arrives; a

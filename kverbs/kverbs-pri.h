@@ -185,6 +185,7 @@ struct kverbs_wr {
  */
 struct kverbs_op {
 	struct kverbs_wr wr;
+	kverbs_rdma_done_t release;	/* before the slot is free; or NULL */
 	kverbs_rdma_done_t done;
 	void *ctx;
 	struct list_head node;
@@ -501,6 +502,9 @@ struct kverbs_ep {
 	u8 max_sge_rd;			/* of an RDMA READ, <= @max_sge */
 	u8 max_sge_pages;		/* of a page write, <= KVERBS_PAGES_MAX_SGE */
 	u8 max_sge_read_pages;		/* of a page read, likewise */
+	u32 rw_busy;			/* rdma_rw.c: reads on the QP being set
+					 * up; ep->lock, teardown waits for 0
+					 */
 	struct list_head grants;
 
 	u32 peer_node;
@@ -725,6 +729,7 @@ int kverbs_region_local(const struct kverbs_region *r,
 
 /* rdma_rw.c: RDMA reads on iWARP */
 u32 kverbs_rw_max_pages(const struct ib_device *dev);
+void kverbs_rw_idle(struct kverbs_ep *ep);
 int kverbs_rw_read(struct kverbs_ep *ep, struct page **pages, u32 off,
 		   u32 len, const struct kverbs_remote *remote,
 		   kverbs_rdma_done_t done, void *ctx, unsigned int flags);

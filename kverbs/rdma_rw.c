@@ -9,9 +9,11 @@
  * operation slot), registers the sink pages with one fast-registration
  * MR, reads with RDMA_READ_WITH_INV so that the read's completion also
  * invalidates that MR, and returns the MR to the pool at
- * rdma_rw_ctx_destroy().  The peer can therefore write exactly the pages
- * being read, and only until the read completes: the same exposure as
- * the read itself.
+ * rdma_rw_ctx_destroy(), before the operation's slot is free again
+ * (struct kverbs_op @release), so a slot always finds an MR.  The peer can
+ * write the pages being read until the read completes or the connection
+ * fails; the WRs posted after a read are fenced behind it (sq.c), so its
+ * completion is its own.
  *
  * rdma_rw allocates its WR array with GFP_KERNEL, so a read on iWARP
  * needs a caller that may sleep: with KVERBS_NOWAIT, or inside a kverbs
@@ -25,7 +27,6 @@
  * ib_create_qp() adds, and two flushed CQEs beyond the ledger's
  * (struct kverbs_ep_budget, @rw_cqes).
  */
-#include <linux/delay.h>
 #include <linux/scatterlist.h>
 #include <rdma/rw.h>
 
@@ -33,8 +34,6 @@
 
 /* rdma_rw's own cap on one MR's pages (rdma_rw_fr_page_list_len()) */
 #define KVERBS_RW_MR_PAGES	256
-/* Waits for an MR on its way back to the pool; see kverbs_rw_init() */
-#define KVERBS_RW_POOL_TRIES	20
 
 /*
  * One read in flight: the context, the QP and port it was built on, and
@@ -45,6 +44,7 @@ struct kverbs_rw_op {
 	struct rdma_rw_ctx rw;
 	struct ib_qp *qp;
 	u32 port;
+	int err;			/* a chain only partly posted */
 	kverbs_rdma_done_t done;
 	void *ctx;
 	u32 nsg;
@@ -64,43 +64,49 @@ u32 kverbs_rw_max_pages(const struct ib_device *dev)
 		     KVERBS_RW_MR_PAGES);
 }
 
-/* The read's completion, or its flush: the sink unmapped, then @done. */
-static void kverbs_rw_done(void *arg, int status)
+/* The read's completion or flush: the MR back, the sink unmapped. */
+static void kverbs_rw_release(void *arg, int status)
 {
 	struct kverbs_rw_op *o = arg;
-	struct ib_device *dev = o->qp->device;
-	kverbs_rdma_done_t done = o->done;
-	void *ctx = o->ctx;
 
 	rdma_rw_ctx_destroy(&o->rw, o->qp, o->port, o->sg, o->nsg,
 			    DMA_FROM_DEVICE);
+	ib_device_put(o->qp->device);
+}
+
+/* Then, with the slot free, the caller's @done. */
+static void kverbs_rw_done(void *arg, int status)
+{
+	struct kverbs_rw_op *o = arg;
+	kverbs_rdma_done_t done = o->done;
+	void *ctx = o->ctx;
+
+	status = o->err ?: status;
 	kfree(o);
-	ib_device_put(dev);
 	done(ctx, status);
 }
 
-/*
- * rdma_rw_ctx_init() for @o.  The pool has an MR per operation slot, but
- * a slot is free again just before its MR (kverbs_op_reclaimed() gives
- * the slot back, then kverbs_rw_done() the MR): a read that took the
- * slot may find the pool empty for that moment.  Wait for it, a bounded
- * few times: nothing but local work stands between.
- */
-static int kverbs_rw_init(struct kverbs_rw_op *o,
-			  const struct kverbs_remote *remote)
+/* A read set up on @ep's QP is over; teardown may go on. */
+static void kverbs_rw_unbusy(struct kverbs_ep *ep)
 {
-	unsigned int tries = KVERBS_RW_POOL_TRIES;
-	int ret;
+	spin_lock_bh(&ep->lock);
+	ep->rw_busy--;
+	spin_unlock_bh(&ep->lock);
+	wake_up_all(&ep->sq.wait);
+}
 
-	do {
-		ret = rdma_rw_ctx_init(&o->rw, o->qp, o->port, o->sg, o->nsg,
-				       0, remote->offset, remote->rkey,
-				       DMA_FROM_DEVICE);
-		if (ret != -EAGAIN)
-			break;
-		usleep_range(50, 200);
-	} while (--tries);
-	return ret;
+/**
+ * kverbs_rw_idle - wait until no read is being set up on @ep's QP
+ * @ep: endpoint in teardown, CLOSING: no read starts any more
+ *
+ * A read uses the QP (its MR pool) between taking it and posting; the QP
+ * may be destroyed only after.  Local work only stands between.
+ *
+ * Context: process, may sleep.
+ */
+void kverbs_rw_idle(struct kverbs_ep *ep)
+{
+	wait_event(ep->sq.wait, !READ_ONCE(ep->rw_busy));
 }
 
 /**
@@ -159,35 +165,52 @@ int kverbs_rw_read(struct kverbs_ep *ep, struct page **pages, u32 off,
 
 	/*
 	 * The QP, read while connected, and its device held until the
-	 * context is destroyed: the drain at teardown completes the read
-	 * (flushed) before kverbs_ep_release_qp() destroys the QP.
+	 * context is destroyed; @rw_busy keeps the QP until the post, and
+	 * the drain at teardown then completes the read (flushed) before
+	 * kverbs_ep_release_qp() destroys it.
 	 */
 	spin_lock_bh(&ep->lock);
 	qp = ep->state == KVERBS_EP_CONNECTED ? ep->qp : NULL;
 	if (qp && !ib_device_try_get(qp->device))
 		qp = NULL;
-	spin_unlock_bh(&ep->lock);
+	if (qp) {
+		ep->rw_busy++;
+		o->port = ep->cm_id->port_num;
+	}
 	ret = ep->error ?: -ENOTCONN;
+	spin_unlock_bh(&ep->lock);
 	if (!qp)
 		goto out_free;
 	o->qp = qp;
-	o->port = ep->cm_id->port_num;
 	ret = -EINVAL;
 	if (n > kverbs_rw_max_pages(qp->device))
 		goto out_dev;
-	ret = kverbs_rw_init(o, remote);
+	/* A slot has its MR: kverbs_rw_release() runs before the put */
+	ret = rdma_rw_ctx_init(&o->rw, qp, o->port, o->sg, n, 0,
+			       remote->offset, remote->rkey, DMA_FROM_DEVICE);
 	if (ret < 0)
 		goto out_dev;
+	op->release = kverbs_rw_release;
 	op->done = kverbs_rw_done;
 	op->ctx = o;
 	first = rdma_rw_ctx_wrs(&o->rw, qp, o->port, &op->wr.cqe, NULL);
 	for (last = first; last->next; last = last->next)
 		;
 	ret = kverbs_op_post_chain(ep, op, first, last);
+	kverbs_rw_unbusy(ep);
+	if (ret == -EINPROGRESS) {
+		/* On the books: reclaimed after the drain, with -EIO */
+		o->err = -EIO;
+		kverbs_ep_fail(ep, -EIO);
+		return 0;
+	}
 	if (!ret)
 		return 0;
 	rdma_rw_ctx_destroy(&o->rw, qp, o->port, o->sg, n, DMA_FROM_DEVICE);
+	ib_device_put(qp->device);
+	goto out_free;
 out_dev:
+	kverbs_rw_unbusy(ep);
 	ib_device_put(qp->device);
 out_free:
 	kfree(o);

@@ -211,6 +211,9 @@ static void kverbs_op_reclaimed(struct kverbs_ep *ep, void *arg, int status)
 	kverbs_rdma_done_t done = op->done;
 	void *ctx = op->ctx;
 
+	/* What the slot holds goes back first (rdma_rw.c: the MR) */
+	if (op->release)
+		op->release(ctx, status);
 	/* The slot is free before @done runs: @done may post again. */
 	kverbs_op_put(ep, op);
 	kverbs_upper->op_space(ep);
@@ -286,8 +289,9 @@ static int kverbs_sq_post_chain_locked(struct kverbs_ep *ep,
 				       struct ib_send_wr *last,
 				       bool want_signal, bool *signaled)
 {
+	u32 pos, unsignaled = ep->sq.ledger.unsignaled;
+	const struct ib_send_wr *bad;
 	struct kverbs_sq *sq = &ep->sq;
-	u32 pos, unsignaled = sq->ledger.unsignaled;
 	bool sig;
 	int ret;
 
@@ -312,7 +316,19 @@ static int kverbs_sq_post_chain_locked(struct kverbs_ep *ep,
 	if (ep->iwarp && last->opcode != IB_WR_RDMA_READ &&
 	    last->opcode != IB_WR_RDMA_READ_WITH_INV)
 		first->send_flags |= IB_SEND_FENCE;
-	ret = ib_post_send(ep->qp, first, NULL);
+	ret = ib_post_send(ep->qp, first, &bad);
+	if (ret && bad != first) {
+		/*
+		 * Part of the chain went (an rdma_rw registration before its
+		 * read): the entry stays on the books, reclaimed after the
+		 * drain, and the endpoint goes down; the poster learns it
+		 * from -EINPROGRESS.
+		 */
+		if (sig)
+			sq->signaled++;
+		*signaled = sig;
+		return -EINPROGRESS;
+	}
 	if (ret) {
 		kverbs_ledger_unpost(&sq->ledger, unsignaled);
 		return ret;
@@ -664,6 +680,7 @@ int kverbs_sq_nudge(struct kverbs_ep *ep)
  */
 void kverbs_op_put(struct kverbs_ep *ep, struct kverbs_op *op)
 {
+	op->release = NULL;
 	spin_lock_bh(&ep->lock);
 	list_add(&op->node, &ep->sq.op_free);
 	ep->sq.op_nfree++;
@@ -709,12 +726,14 @@ static void kverbs_op_count(struct kverbs_sq *sq, enum ib_wr_opcode opcode)
  * @last: its last WR: signaled if @op->done is set
  *
  * The chain takes @op's one ledger entry: the WRs before @last are
- * unsignaled and end with it (an rdma_rw context's invalidation and
- * registration before its transfer, on iWARP: the room they take in the
- * send queue and the CQ is rdma_rw's own; see kverbs_ep_budget()).
+ * unsignaled and end with it (an rdma_rw context's registration before
+ * its read, on iWARP: the send-queue room is rdma_rw's, the CQ's is
+ * @rw_cqes of struct kverbs_ep_budget).
  *
  * Context: any (not hard interrupt).
- * Return: as kverbs_op_post().
+ * Return: as kverbs_op_post(); or -EINPROGRESS: part of the chain was
+ * posted, @op is on the books and is reclaimed after the drain, and the
+ * caller must fail the endpoint.
  */
 int kverbs_op_post_chain(struct kverbs_ep *ep, struct kverbs_op *op,
 			 struct ib_send_wr *first, struct ib_send_wr *last)
