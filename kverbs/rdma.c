@@ -126,7 +126,7 @@ static int kverbs_rdma_rw(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
  * @op->done: the read's data lands at a time only its completion tells),
  * -ENODEV (the domain has no device), -EOPNOTSUPP (a read on iWARP from a
  * caller that may not sleep: its sink is registered through rdma_rw, at
- * most kverbs_ep_max_read_pages() pages, or -EINVAL), -EAGAIN, -EINTR,
+ * most 256 pages, or -EINVAL), -EAGAIN, -EINTR,
  * -ENOTCONN or the endpoint's error, or a provider error.
  */
 int kverbs_rdma_read(struct kverbs_ep *ep, const struct kverbs_rdma_op *op,

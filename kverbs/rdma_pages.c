@@ -258,11 +258,11 @@ EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_read_pages, KVERBS_NS);
  * @ctx: passed to @done
  * @flags: KVERBS_NOWAIT to fail instead of sleeping for a free slot
  *
- * One work request, signaled, mapped and unmapped as for
- * kverbs_rdma_write_pages().  The peer's CPU takes no part.  On iWARP the
- * pages are registered for the read by rdma_rw, which the read's
- * completion invalidates: the peer may write them until then, as the
- * read does.
+ * One work request (on iWARP, a registration and the read), signaled,
+ * mapped and unmapped as for kverbs_rdma_write_pages().  The peer's CPU
+ * takes no part.  On iWARP the pages are registered for the read by
+ * rdma_rw, which the read's completion invalidates: the peer may write
+ * them until then, as the read does.
  *
  * Context: process, may sleep; softirq (not hard interrupt) with
  * KVERBS_NOWAIT or inside a kverbs callback (see KVERBS_NOWAIT), except
