@@ -96,6 +96,7 @@ static inline bool kverbs_test_auth(unsigned int bit)
 #define KVERBS_UNDO_DEADLINE	16	/* connect deadline outside ep->lock */
 #define KVERBS_UNDO_REMOVED_ID	32	/* removal work acts on state, not id */
 #define KVERBS_UNDO_NUDGE	64	/* no nudge for a late invalidation */
+#define KVERBS_UNDO_IWARP_FENCE	128	/* iWARP: WRs after a read unfenced */
 
 /*
  * One per RDMA device, created by the ib_client add callback.

@@ -314,7 +314,8 @@ static int kverbs_sq_post_chain_locked(struct kverbs_ep *ep,
 	 * responses come in order), nor does a WR with none outstanding.
 	 */
 	if (ep->iwarp && last->opcode != IB_WR_RDMA_READ &&
-	    last->opcode != IB_WR_RDMA_READ_WITH_INV)
+	    last->opcode != IB_WR_RDMA_READ_WITH_INV &&
+	    !kverbs_test_undo(KVERBS_UNDO_IWARP_FENCE))
 		first->send_flags |= IB_SEND_FENCE;
 	ret = ib_post_send(ep->qp, first, &bad);
 	if (ret && bad != first) {
