@@ -922,6 +922,10 @@ def _krdma(res, suite, n0, n1, iwarp=False):
     r = n1.run(f"insmod /kvlab/modules/krdma.ko server={n0.ip} "
                f"node_id={n1.node_id}; echo rc=$?; dmesg | grep krdma: && "
                "rmmod krdma", timeout=300)
+    res.check(suite, "RDMA reads with a request right behind each: the "
+              "data in place at each read's completion", "rc=0" in r.out and
+              "read overlapped by a request: the data in place" in r.out,
+              r.out)
     if iwarp:
         res.check(suite, "iWARP: RDMA read (rdma_rw registers the sink) "
                   "and write on registered regions; atomics refused "

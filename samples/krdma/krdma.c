@@ -52,6 +52,7 @@ MODULE_PARM_DESC(node_id, "this node's id, non-zero");
 #define KRDMA_PAGES	16
 #define KRDMA_ORDER	ilog2(KRDMA_PAGES)
 #define KRDMA_LEN	(KRDMA_PAGES * PAGE_SIZE)
+#define KRDMA_ROUNDS	20	/* reads overlapped by a request */
 
 /* What the client does to the server's region, and nothing more. */
 #define KRDMA_SERVER_ACCESS	(KVERBS_ACCESS_REMOTE_READ | \
@@ -426,6 +427,45 @@ static int krdma_read(struct krdma_client *c, u64 local_off, u64 off,
 	return krdma_wait_op(c, ret);
 }
 
+/* A read's completion that checks the data is in place when it runs. */
+static void krdma_checked_done(void *ctx, int status)
+{
+	struct krdma_client *c = ctx;
+
+	c->op_status = status ?: krdma_verify(c->local, 1);
+	complete(&c->op);
+}
+
+/*
+ * A whole-region read with a request posted right behind it, KRDMA_ROUNDS
+ * times, our copy poisoned each time.  The request's completion may come
+ * first on the wire's side (siw completes a send once TCP has it); it
+ * must not end the read: the read's own completion must find the server's
+ * data (salt 1) in place.  Run with kverbs' signal_interval=1 so that
+ * every request is signaled.
+ */
+static int krdma_read_overlapped(struct krdma_client *c)
+{
+	struct kverbs_rdma_op op;
+	int i, ret, asked;
+
+	for (i = 0; i < KRDMA_ROUNDS; i++) {
+		krdma_fill(c->local, 3);
+		ret = krdma_op(c, &op, 0, 0, KRDMA_LEN);
+		if (ret)
+			return ret;
+		op.done = krdma_checked_done;
+		ret = kverbs_rdma_read(c->ep, &op, 0);
+		if (ret)
+			return ret;
+		asked = krdma_ask(c, KRDMA_HELLO, 0, KRDMA_INFO);
+		ret = krdma_wait_op(c, 0) ?: asked;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int krdma_write(struct krdma_client *c, u64 local_off, u64 off,
 		       u32 len)
 {
@@ -482,6 +522,12 @@ static int krdma_checks(struct krdma_client *c)
 		pr_err("RDMA read: %d\n", ret);
 		return ret;
 	}
+	ret = krdma_read_overlapped(c);
+	if (ret) {
+		pr_err("RDMA read overlapped by a request: %d\n", ret);
+		return ret;
+	}
+	pr_info("read overlapped by a request: the data in place at its completion\n");
 	krdma_fill(c->local, 2);
 	first = *word;
 	ret = krdma_write(c, 0, 0, KRDMA_LEN);
