@@ -12,7 +12,12 @@ touch:
     posted receive is a TERMINATE), so only kvmsg's credits keep it whole;
   - krdma: RDMA read, where the sink must be writable by the peer (rdma_rw
     registers it, kverbs/rdma_rw.c), write, atomics refused
-    (-EOPNOTSUPP), and a read through an invalidated rkey refused;
+    (-EOPNOTSUPP), and a read through an invalidated rkey refused; reads
+    with a request right behind them, every WR signaled (kverbs'
+    signal_interval=1), whose data must be in place at their completion:
+    siw completes a send before an earlier read's response unless the
+    send is fenced; with the fence undone (test_undo bit 128) the same
+    check must fail;
   - kmigrate, whose pages all come by RDMA read (rdma_rw on iWARP):
     post-copy with and without prefetch, pre-copy, A -> B -> A;
   - rdma link delete of siw0 under a live connection;
@@ -23,6 +28,7 @@ spinlock, where rdma_rw cannot allocate); Documentation/testbed.rst has
 the matrix.
 """
 from .common import HarnessError
+from .knobs import kverbs_params
 from . import suite_kmigrate as km
 from .suites import (_burst, _debug_cluster, _device_removal,
                      _handler_modes, _krdma, _restart_server, kmemleak_report,
@@ -43,6 +49,25 @@ def _to_siw(res, name, nodes):
                   r.out)
 
 
+def _fence_undone(res, name, n0, n1):
+    """The overlapped-read check can fail: with the fence undone
+    (KVERBS_UNDO_IWARP_FENCE) a request's completion retires the read
+    before its data came, and krdma's check of the data at the read's
+    completion fails (-EBADMSG)."""
+    r = n0.run("insmod /kvlab/modules/krdma.ko", timeout=60)
+    res.setup(name, "krdma server loads (fence undone)", r.rc == 0, r.out)
+    r = n1.run(f"{kverbs_params(test_undo=128)}; insmod /kvlab/modules/"
+               f"krdma.ko server={n0.ip} node_id={n1.node_id}; echo rc=$?; "
+               f"{kverbs_params(test_undo=0)}; dmesg | grep krdma: | "
+               "tail -n 4; rmmod krdma 2>/dev/null", timeout=300)
+    res.check(name, "planted: with the fence undone the overlapped read's "
+              "data is missing at its completion (-EBADMSG)",
+              "rc=0" not in r.out and
+              "overlapped by a request: -74" in r.out, r.out)
+    r = n0.run("rmmod krdma", timeout=60)
+    res.check(name, "krdma server unloads (fence undone)", r.rc == 0, r.out)
+
+
 def suite_siw(res, variant="debug"):
     name = SUITE if variant == "debug" else f"siw-{variant}"
     try:
@@ -50,6 +75,10 @@ def suite_siw(res, variant="debug"):
             n0, n1 = c.nodes
             _to_siw(res, name, c.nodes)
             load_kverbs(res, name, c.nodes)
+            for n in c.nodes:
+                r = n.run(kverbs_params(signal_interval=1), timeout=30)
+                res.setup(name, f"{n.name}: every WR signaled", r.rc == 0,
+                          r.out)
             for n in c.nodes:
                 r = n.run("dmesg | grep -c 'kverbs: device siw0 added'",
                           timeout=30)
@@ -68,6 +97,7 @@ def suite_siw(res, variant="debug"):
             r = _restart_server(n0)
             res.check(name, "server back in softirq mode", r.rc == 0, r.out)
             _krdma(res, name, n0, n1, iwarp=True)
+            _fence_undone(res, name, n0, n1)
             _device_removal(res, name, n0, n1, dev="siw0", kind="siw")
             for n in c.nodes:
                 r = n.run("rmmod kping 2>/dev/null; rmmod kverbs", timeout=300)
