@@ -1,8 +1,9 @@
 """The iWARP suite (siw-debug; issue 26, item 2).
 
 Soft-iWARP (siw) is built into the debug kernels (testbed/kunit/
-debug.config); Debian's kernels do not build it.  Two guests boot the
-6.1 debug kernel (KASAN, lockdep, kmemleak), replace rxe0 by siw0 on the
+debug.config); Debian's kernels do not build it.  Two guests of two vCPUs
+boot the 6.1 debug kernel (KASAN, lockdep, kmemleak), replace rxe0 by
+siw0 on the
 same eth0 before any module of ours loads, and run what iWARP's rules
 touch:
 
@@ -71,7 +72,10 @@ def _fence_undone(res, name, n0, n1):
 def suite_siw(res, variant="debug"):
     name = SUITE if variant == "debug" else f"siw-{variant}"
     try:
-        with _debug_cluster(name, MODS, km.BINS, variant=variant) as c:
+        # two vCPUs: a read being set up races its endpoint's teardown,
+        # the CQ's softirq and the tasks on another CPU
+        with _debug_cluster(name, MODS, km.BINS, smp=2,
+                            variant=variant) as c:
             n0, n1 = c.nodes
             _to_siw(res, name, c.nodes)
             load_kverbs(res, name, c.nodes)
