@@ -3,9 +3,8 @@
 Soft-iWARP (siw) is built into the debug kernels (testbed/kunit/
 debug.config); Debian's kernels do not build it.  Two guests of two vCPUs
 boot the 6.1 debug kernel (KASAN, lockdep, kmemleak), replace rxe0 by
-siw0 on the
-same eth0 before any module of ours loads, and run what iWARP's rules
-touch:
+siw0 on the same eth0 before any module of ours loads, and run what
+iWARP's rules touch:
 
   - connection set-up through iWARP's CM, whose QP is the CM's own
     (rdma_create_qp), and kvmsg's exchange in every handler mode;
