@@ -113,7 +113,6 @@ struct kverbs_domain *kverbs_domain_create(const struct kverbs_domain_attr *attr
 	}
 	kverbs_ep_budget(attr->depth, dom->budget.upper_send,
 			 dom->budget.upper_recv, &dom->budget);
-	dom->cq_size = attr->max_eps * dom->budget.cqes;
 	dom->max_eps = attr->max_eps;
 	dom->max_accepted = attr->max_accepted ?: attr->max_eps;
 	dom->max_per_host = attr->max_per_host;
@@ -207,8 +206,8 @@ int kverbs_domain_bind(struct kverbs_domain *dom, struct ib_device *ibdev)
 		ret = -EINVAL;
 		goto out_put;
 	}
-	dom->cq_size = dom->max_eps * dom->ep_cqes;
-	cq_size = min_t(unsigned int, dom->cq_size, ibdev->attrs.max_cqe);
+	cq_size = min_t(unsigned int, dom->max_eps * dom->ep_cqes,
+			ibdev->attrs.max_cqe);
 
 	ret = kverbs_domain_map_regions(dom, ibdev);
 	if (ret)

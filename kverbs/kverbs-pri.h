@@ -328,7 +328,6 @@ struct kverbs_domain {
 	struct kverbs_device *kdev;
 	struct ib_cq *cq;
 	struct kverbs_ep_budget budget;	/* of each endpoint */
-	unsigned int cq_size;		/* asked for: max_eps budgets */
 	unsigned int ep_cqes;		/* an endpoint's, on the bound device */
 	unsigned int cq_bound;		/* the bound CQ's, within max_cqe */
 	unsigned int cq_used;
