@@ -113,6 +113,16 @@ unsigned int kverbs_ep_max_write_pages(const struct kverbs_ep *ep)
 }
 EXPORT_SYMBOL_NS_GPL(kverbs_ep_max_write_pages, KVERBS_NS);
 
+/* @npages whole pages to or from @remote, at most @max: 0 or -EINVAL. */
+static int kverbs_pages_args(unsigned int max, unsigned int npages,
+			     const struct kverbs_remote *remote)
+{
+	if (!npages || npages > max || remote->reserved ||
+	    remote->len < (u64)npages << PAGE_SHIFT)
+		return -EINVAL;
+	return 0;
+}
+
 /* Both directions; @max is the endpoint's cap for @opcode. */
 static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 			     unsigned int max, struct page **pages,
@@ -129,9 +139,9 @@ static int kverbs_rdma_pages(struct kverbs_ep *ep, enum ib_wr_opcode opcode,
 	unsigned int i;
 	int ret;
 
-	if (!npages || npages > max || remote->reserved ||
-	    remote->len < (u64)npages << PAGE_SHIFT)
-		return -EINVAL;
+	ret = kverbs_pages_args(max, npages, remote);
+	if (ret)
+		return ret;
 	op = kverbs_op_get(ep, flags);
 	if (IS_ERR(op))
 		return PTR_ERR(op);
@@ -281,13 +291,10 @@ int kverbs_rdma_read_pages(struct kverbs_ep *ep, struct page **pages,
 
 	if (!done && (ep->iwarp || !kverbs_test_undo(KVERBS_UNDO_NODONE)))
 		return -EINVAL;
-	if (ep->iwarp) {
-		if (!npages || npages > max || remote->reserved ||
-		    remote->len < (u64)npages << PAGE_SHIFT)
-			return -EINVAL;
-		return kverbs_rw_read(ep, pages, 0, npages << PAGE_SHIFT,
+	if (ep->iwarp)
+		return kverbs_pages_args(max, npages, remote) ?:
+		       kverbs_rw_read(ep, pages, 0, npages << PAGE_SHIFT,
 				      remote, done, ctx, flags);
-	}
 	return kverbs_rdma_pages(ep, IB_WR_RDMA_READ, max, pages, npages,
 				 remote, done, ctx, flags);
 }
