@@ -45,7 +45,6 @@ class Kernel:
         return f"Kernel({self.series}, {self.abi})"
 
 
-
 def newest_linux_source(what):
     """The newest of Debian's /usr/src/linux-source-*.tar.xz (by version,
     not name: 6.12 after 6.1), for @what (named in the error)."""
@@ -56,6 +55,7 @@ def newest_linux_source(what):
         raise HarnessError(f"no /usr/src/linux-source-*.tar.xz for {what}",
                            "apt-get install linux-source-6.12")
     return tars[-1]
+
 
 def _newer(a, b):
     """Debian version order ('~' sorts first), exactly as dpkg defines it."""
